@@ -1,0 +1,251 @@
+"""The one requirement catalog: every check in the suites carries one of these IDs.
+
+A requirement says what must hold, which layer is suspected when it does not (the
+symptom -> suspect table of the design), where it can be checked, and which CNCF
+Kubernetes AI Conformance items (cncf/k8s-ai-conformance, AIConformance-1.3x) it
+supports as evidence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Literal
+
+Area = Literal["stack", "scheduling", "sharing", "operations"]
+Severity = Literal["critical", "major", "minor", "info"]
+Target = Literal["existing", "kind", "sim", "local"]
+
+ALL_TARGETS: tuple[Target, ...] = ("existing", "kind", "sim")
+GPU_TARGETS: tuple[Target, ...] = ("existing", "kind")
+LOCAL_GPU: tuple[Target, ...] = ("existing", "kind", "local")
+
+VERDICTS = ("pass", "fail", "skip", "not-applicable", "not-run")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    id: str
+    title: str
+    area: Area
+    layer: str
+    suspect: str  # the likely broken layer and what to look at when the check fails
+    targets: tuple[Target, ...] = ALL_TARGETS
+    severity: Severity = "major"
+    cncf: tuple[str, ...] = ()
+    needs_gpu: bool = False
+    disruptive: bool = False
+    tags: tuple[str, ...] = field(default=())
+
+    def as_dict(self) -> dict:
+        data = asdict(self)
+        data["targets"] = list(self.targets)
+        data["cncf"] = list(self.cncf)
+        data["tags"] = list(self.tags)
+        return data
+
+
+def _r(*args, **kwargs) -> Requirement:
+    return Requirement(*args, **kwargs)
+
+
+_DEVICE_PLUGIN = "device plugin (nvidia-device-plugin-daemonset) or the operator that deploys it"
+_GFD = "GPU Feature Discovery (gpu-feature-discovery DaemonSet) labels"
+
+REQUIREMENTS: tuple[Requirement, ...] = (
+    # --- stack: the operator itself ---------------------------------------------------
+    _r("STACK-OP-001", "GPU Operator Deployment is available", "stack", "operator",
+       "GPU Operator deployment: check the operator pod's logs and events in its namespace",
+       severity="critical", cncf=("driver_runtime_management", "robust_controller")),
+    _r("STACK-OP-002", "ClusterPolicy exists and status.state is ready", "stack", "operator",
+       "GPU Operator ClusterPolicy: an operand it manages is not ready (see the states listed)",
+       severity="critical", cncf=("driver_runtime_management",)),
+    _r("STACK-OP-003", "Helm release of the operator is deployed (when installed by the suite)",
+       "stack", "operator", "Helm install of the gpu-operator chart",
+       severity="minor", cncf=("driver_runtime_management",)),
+    # --- stack: operand DaemonSets ------------------------------------------------------
+    _r("STACK-DRV-001", "Driver DaemonSet rolled out on every GPU node", "stack", "driver",
+       "containerized driver (nvidia-driver-daemonset); with a host-installed driver it must be "
+       "disabled in the ClusterPolicy", severity="critical", cncf=("driver_runtime_management",)),
+    _r("STACK-TK-001", "Container toolkit DaemonSet rolled out on every GPU node", "stack",
+       "container-toolkit", "container toolkit (nvidia-container-toolkit-daemonset): containers "
+       "cannot see the GPU without it", severity="critical",
+       cncf=("driver_runtime_management", "secure_accelerator_access")),
+    _r("STACK-DP-001", "Device plugin DaemonSet rolled out on every GPU node", "stack",
+       "device-plugin", _DEVICE_PLUGIN, severity="critical", cncf=("secure_accelerator_access",)),
+    _r("STACK-DCGM-001", "DCGM exporter DaemonSet rolled out on every GPU node", "stack",
+       "dcgm-exporter", "DCGM exporter (nvidia-dcgm-exporter): no accelerator metrics without it",
+       cncf=("accelerator_metrics",)),
+    _r("STACK-GFD-001", "GPU Feature Discovery DaemonSet rolled out on every GPU node", "stack",
+       "gfd", _GFD, cncf=("driver_runtime_management",)),
+    _r("STACK-MIG-001", "MIG manager DaemonSet rolled out on every MIG-capable node (MIG on)",
+       "stack", "mig-manager", "MIG manager (nvidia-mig-manager) on nodes labelled "
+       "nvidia.com/mig.capable=true", severity="minor", cncf=("gpu_sharing",)),
+    _r("STACK-VAL-001", "Operator validator DaemonSet rolled out on every GPU node", "stack",
+       "validator", "operator validator (nvidia-operator-validator): one of driver, toolkit, "
+       "CUDA or plugin validation fails on the node", cncf=("driver_runtime_management",)),
+    _r("STACK-OPD-002", "Operand pods restart at most the allowed number of times", "stack",
+       "operands", "the restarting operand: read its previous logs (kubectl logs -p)",
+       cncf=("driver_runtime_management",)),
+    # --- stack: device plugin resources -----------------------------------------------
+    _r("STACK-DP-002", "Every GPU node advertises its GPU resource in capacity and allocatable",
+       "stack", "device-plugin", "device plugin missing or unhealthy on the node: a GPU pod there "
+       "stays Pending", severity="critical", cncf=("secure_accelerator_access",)),
+    _r("STACK-DP-003", "Allocatable GPUs agree with nvidia.com/gpu.count x replicas", "stack",
+       "device-plugin", "device plugin sharing config or GFD labels disagree with what is "
+       "advertised", cncf=("gpu_sharing",)),
+    # --- stack: GFD labels -------------------------------------------------------------
+    _r("STACK-GFD-002", "GPU node labels satisfy the upstream GFD label contract", "stack", "gfd",
+       _GFD + ": missing or malformed labels", cncf=("driver_runtime_management",)),
+    _r("STACK-GFD-003", "GFD labels agree with each other and with the node's resources", "stack",
+       "gfd", _GFD + ": stale or wrong labels (e.g. gpu.count vs allocatable, product vs "
+       "compute capability)", cncf=("driver_runtime_management",)),
+    # --- stack: driver -----------------------------------------------------------------
+    _r("STACK-DRV-002", "Nodes run the expected driver version (from GFD labels)", "stack",
+       "driver", "driver version mismatch: a host-installed driver beside the containerized one, "
+       "or an upgrade that did not roll out", severity="critical",
+       cncf=("driver_runtime_management",)),
+    _r("STACK-DRV-003", "NVML inside a pod reports the expected driver version", "stack",
+       "driver", "driver version mismatch between the host driver and what containers load",
+       targets=LOCAL_GPU, needs_gpu=True, cncf=("driver_runtime_management",)),
+    # --- stack: toolkit (real GPUs) ----------------------------------------------------
+    _r("STACK-TK-002", "A pod requesting one GPU sees exactly one GPU", "stack",
+       "container-toolkit", "container toolkit / device plugin: wrong device list injected",
+       targets=GPU_TARGETS, needs_gpu=True, severity="critical",
+       cncf=("secure_accelerator_access",)),
+    _r("STACK-TK-003", "A pod requesting no GPU sees no GPU", "stack", "container-toolkit",
+       "container toolkit accepts NVIDIA_VISIBLE_DEVICES from unprivileged pods (set "
+       "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false, volume-mounts)",
+       targets=GPU_TARGETS, needs_gpu=True, severity="critical",
+       cncf=("secure_accelerator_access",)),
+    # --- stack: DCGM (real GPUs) -------------------------------------------------------
+    _r("STACK-DCGM-002", "DCGM exporter serves DCGM_FI_DEV_* metrics for every GPU", "stack",
+       "dcgm-exporter", "DCGM exporter: metrics endpoint unreachable or missing GPUs",
+       targets=GPU_TARGETS, needs_gpu=True, cncf=("accelerator_metrics",)),
+    # --- stack: node-level NVML inventory ----------------------------------------------
+    _r("STACK-NODE-001", "NVML enumerates every GPU with model, memory and a distinct UUID",
+       "stack", "node", "driver/NVML on the node", targets=LOCAL_GPU, needs_gpu=True,
+       cncf=("accelerator_metrics",)),
+    _r("STACK-NODE-002", "Driver and CUDA versions are reported and agree across GPUs", "stack",
+       "node", "driver installation on the node", targets=LOCAL_GPU, needs_gpu=True,
+       cncf=("driver_runtime_management",)),
+    _r("STACK-NODE-003", "ECC is enabled with no volatile uncorrectable errors", "stack", "node",
+       "GPU hardware: uncorrectable ECC errors need a drain and reset", targets=LOCAL_GPU,
+       needs_gpu=True, cncf=("accelerator_metrics",)),
+    _r("STACK-NODE-004", "Compute mode allows the workloads scheduled onto the GPU", "stack",
+       "node", "GPU compute mode (Exclusive/Prohibited blocks sharing)", targets=LOCAL_GPU,
+       needs_gpu=True, severity="minor", cncf=("gpu_sharing",)),
+    _r("STACK-NODE-005", "MIG mode is reported and consistent with the MIG strategy", "stack",
+       "node", "MIG configuration (mig-manager) on the node", targets=LOCAL_GPU, needs_gpu=True,
+       severity="minor", cncf=("gpu_sharing",)),
+    _r("STACK-NODE-006", "No hardware or thermal slowdown throttles the GPU", "stack", "node",
+       "GPU cooling/power: hardware slowdown or thermal throttling", targets=LOCAL_GPU,
+       needs_gpu=True, severity="minor", cncf=("accelerator_metrics",)),
+    _r("STACK-NODE-007", "PCIe link runs at its maximum generation and width", "stack", "node",
+       "PCIe link downtrained (riser, slot or BIOS)", targets=LOCAL_GPU, needs_gpu=True,
+       severity="minor", cncf=("accelerator_metrics",)),
+    # --- scheduling ----------------------------------------------------------------------
+    _r("SCHED-INT-001", "A fractional nvidia.com/gpu request is refused by the API server",
+       "scheduling", "api-server", "API server validation of extended resources",
+       cncf=("secure_accelerator_access",)),
+    _r("SCHED-INT-002", "GPU requests follow the extended-resource rules (limits required, "
+       "requests equal limits)", "scheduling", "api-server",
+       "API server validation of extended resources", cncf=("secure_accelerator_access",)),
+    _r("SCHED-ALLOC-001", "GPUs are allocated whole: a full node leaves the next GPU pod Pending "
+       "with Insufficient nvidia.com/gpu", "scheduling", "scheduler",
+       "Pending GPU pod: device plugin/operator missing or no free GPU on the node",
+       severity="critical", cncf=("secure_accelerator_access",)),
+    _r("SCHED-ALLOC-002", "A multi-GPU request lands on one node that has them, or stays Pending",
+       "scheduling", "scheduler", "GPU capacity per node (device plugin) or the scheduler",
+       cncf=("secure_accelerator_access",)),
+    _r("SCHED-PLACE-001", "A nodeSelector on nvidia.com/gpu.product places pods only on that "
+       "GPU type", "scheduling", "gfd", "wrong GPU type: GFD product label wrong or missing",
+       cncf=("driver_runtime_management",)),
+    _r("SCHED-PLACE-002", "Node affinity on nvidia.com/gpu.compute.major >= 9 places pods only "
+       "on Hopper or newer", "scheduling", "gfd",
+       "wrong GPU type: GFD compute-capability labels wrong or missing",
+       cncf=("driver_runtime_management",)),
+    _r("SCHED-PLACE-003", "Risk report: GPU types a pod without a selector could land on",
+       "scheduling", "workload", "missing nodeSelector on GFD labels in GPU workloads",
+       severity="info"),
+    _r("SCHED-TAINT-001", "Tainted GPU nodes accept GPU pods that tolerate nvidia.com/gpu and "
+       "refuse pods that do not", "scheduling", "scheduler",
+       "GPU node taints: a taint GPU workloads do not tolerate, or a missing toleration",
+       cncf=("secure_accelerator_access",)),
+    _r("SCHED-ISO-001", "Two pods each requesting one GPU get different GPUs", "scheduling",
+       "device-plugin", "device plugin hands out the same device twice",
+       targets=GPU_TARGETS, needs_gpu=True, severity="critical",
+       cncf=("secure_accelerator_access",)),
+    _r("SCHED-ISO-002", "A pod sees only its own GPU devices", "scheduling", "container-toolkit",
+       "container toolkit injects more devices than allocated", targets=GPU_TARGETS,
+       needs_gpu=True, severity="critical", cncf=("secure_accelerator_access",)),
+    _r("SCHED-LAT-001", "Scheduling latency of GPU pods is measured (created -> bound)",
+       "scheduling", "scheduler", "scheduler load or API server latency", severity="info"),
+    # --- sharing -------------------------------------------------------------------------
+    _r("SHARE-CFG-001", "The device plugin sharing config is valid", "sharing", "device-plugin",
+       "device plugin sharing ConfigMap: invalid time-slicing/MPS config",
+       cncf=("gpu_sharing",)),
+    _r("SHARE-CAP-001", "Shared capacity equals GPUs x replicas under the advertised name",
+       "sharing", "device-plugin", "device plugin did not apply the sharing config (a plugin "
+       "restart may be needed, gpu-operator#1144)", cncf=("gpu_sharing",)),
+    _r("SHARE-LBL-001", "Sharing labels (-SHARED, gpu.replicas, gpu.sharing-strategy) agree "
+       "with the config", "sharing", "gfd", _GFD + ": sharing labels disagree with the config",
+       cncf=("gpu_sharing",)),
+    _r("SHARE-OVS-001", "Oversubscription: GPUs x replicas one-slice pods schedule on a node and "
+       "one more stays Pending", "sharing", "scheduler",
+       "time-slicing replicas not advertised as configured", cncf=("gpu_sharing",)),
+    _r("SHARE-FRGO-001", "failRequestsGreaterThanOne refuses a request for more than one "
+       "shared GPU", "sharing", "device-plugin", "device plugin sharing config",
+       cncf=("gpu_sharing",)),
+    _r("SHARE-INT-001", "Time-sliced copies share one GPU fairly with bounded overhead",
+       "sharing", "gpu", "time-slicing interference beyond the thresholds: expected without "
+       "isolation; use MIG for guarantees", targets=LOCAL_GPU, needs_gpu=True,
+       cncf=("gpu_sharing",)),
+    _r("SHARE-ISO-001", "Finding: memory isolation between time-sliced copies", "sharing", "gpu",
+       "time-slicing gives no memory isolation: one copy can starve the others; use MIG or MPS "
+       "limits", targets=LOCAL_GPU, needs_gpu=True, severity="info", cncf=("gpu_sharing",)),
+    _r("SHARE-ISO-002", "Finding: fault isolation between time-sliced copies", "sharing", "gpu",
+       "a fault in one sharer affected another", targets=LOCAL_GPU, needs_gpu=True,
+       severity="info", cncf=("gpu_sharing",)),
+    # --- operations (disruptive, opt-in) ---------------------------------------------------
+    _r("OPS-REC-001", "A ClusterPolicy change reaches the operands", "operations", "operator",
+       "GPU Operator reconcile loop", disruptive=True, cncf=("robust_controller",)),
+    _r("OPS-REC-002", "nvidia.com/gpu.deploy.operands=false removes every operand from a node "
+       "and restoring brings them back", "operations", "operator",
+       "GPU Operator node labelling / DaemonSet node selectors", disruptive=True,
+       cncf=("robust_controller",)),
+    _r("OPS-REC-003", "A killed operator pod comes back", "operations", "operator",
+       "GPU Operator Deployment", disruptive=True, cncf=("robust_controller",)),
+    _r("OPS-WL-001", "GPU kernels run in pods and report one JSON result", "operations",
+       "workload", "workload pod never started, was OOM-killed or crashed",
+       targets=GPU_TARGETS, needs_gpu=True, cncf=("secure_accelerator_access",)),
+)
+
+BY_ID: dict[str, Requirement] = {r.id: r for r in REQUIREMENTS}
+
+
+class UnknownRequirement(KeyError):
+    """A requirement ID that is not in the catalog."""
+
+    def __str__(self) -> str:
+        return f"unknown requirement ID {self.args[0]!r} (see `gpuconf requirements`)"
+
+
+def get(req_id: str) -> Requirement:
+    try:
+        return BY_ID[req_id]
+    except KeyError:
+        raise UnknownRequirement(req_id) from None
+
+
+def select(patterns: list[str]) -> list[Requirement]:
+    """Requirements whose ID equals a pattern or starts with it (``STACK-``, ``SCHED-ALLOC``).
+
+    An unmatched pattern raises :class:`UnknownRequirement`, so a typo never selects nothing.
+    """
+    chosen: dict[str, Requirement] = {}
+    for pattern in patterns:
+        matches = [r for r in REQUIREMENTS if r.id == pattern or r.id.startswith(pattern)]
+        if not matches:
+            raise UnknownRequirement(pattern)
+        chosen.update((r.id, r) for r in matches)
+    return list(chosen.values())

@@ -1,0 +1,1 @@
+"""Building blocks the suites share: node views, operand rollout, GPU pods, versions."""

@@ -1,0 +1,84 @@
+"""Do a GPU node's GFD labels agree with each other and with what the node advertises?
+
+A label set can match the upstream regex contract and still be wrong: a product that names
+another GPU than the compute capability says, a count that disagrees with allocatable, replicas
+without a sharing strategy. Each rule returns a sentence a user can act on.
+"""
+
+from __future__ import annotations
+
+from conformance import labels as L
+from conformance.checks.nodes import GpuNode
+from conformance.sim.gpu_models import GPU_MODELS, arch_family
+
+MEMORY_TOLERANCE = 0.03  # NVML's total memory moves by a few hundred MiB across drivers
+
+
+def base_product(product: str) -> str:
+    """The GPU model part of gpu.product (without -SHARED or the MIG-single -MIG-<p> suffix)."""
+    product = product.removesuffix(L.SHARED_SUFFIX)
+    return product.split("-MIG-", 1)[0]
+
+
+def inconsistencies(node: GpuNode) -> list[str]:
+    out: list[str] = []
+    lab = node.labels
+    major, minor = node.int_label(L.COMPUTE_MAJOR), node.int_label(L.COMPUTE_MINOR)
+    family = lab.get(L.FAMILY)
+    if major is not None and minor is not None and family:
+        want = arch_family(major, minor)
+        if want != family:
+            out.append(f"gpu.family={family} but compute capability {major}.{minor} is {want}")
+    product = lab.get(L.PRODUCT)
+    if product:
+        model = GPU_MODELS.get(base_product(product))
+        if model is not None:
+            if major is not None and (major, minor) != (model.compute_major, model.compute_minor):
+                out.append(f"gpu.product={product} has compute capability "
+                           f"{model.compute_major}.{model.compute_minor}, labels say "
+                           f"{major}.{minor} (wrong GPU type label)")
+            memory = node.int_label(L.MEMORY)
+            is_mig = "-MIG-" in product
+            if memory and not is_mig and abs(memory - model.memory_mib) > (
+                    MEMORY_TOLERANCE * model.memory_mib):
+                out.append(f"gpu.product={product} has {model.memory_mib} MiB, gpu.memory says "
+                           f"{memory} MiB (wrong GPU type label)")
+    out += _version_rules(lab)
+    out += _sharing_rules(node)
+    return out
+
+
+def _version_rules(lab: dict[str, str]) -> list[str]:
+    out = []
+    full = lab.get(L.DRIVER_FULL)
+    parts = [lab.get(f"nvidia.com/cuda.driver-version.{p}") for p in ("major", "minor",
+                                                                      "revision")]
+    if full and all(parts) and full != ".".join(parts):
+        out.append(f"cuda.driver-version.full={full} but its parts say {'.'.join(parts)}")
+    rt_full = lab.get(L.RUNTIME_FULL)
+    rt_parts = [lab.get(f"nvidia.com/cuda.runtime-version.{p}") for p in ("major", "minor")]
+    if rt_full and all(rt_parts) and rt_full != ".".join(rt_parts):
+        out.append(f"cuda.runtime-version.full={rt_full} but its parts say {'.'.join(rt_parts)}")
+    return out
+
+
+def _sharing_rules(node: GpuNode) -> list[str]:
+    out = []
+    lab = node.labels
+    replicas = node.int_label(L.REPLICAS)
+    strategy = lab.get(L.SHARING_STRATEGY)
+    product = lab.get(L.PRODUCT, "")
+    if replicas is not None and strategy is not None:
+        if replicas > 1 and strategy == "none":
+            out.append(f"gpu.replicas={replicas} but gpu.sharing-strategy=none")
+        if replicas == 1 and strategy not in ("none", None):
+            out.append(f"gpu.sharing-strategy={strategy} but gpu.replicas=1")
+    if product.endswith(L.SHARED_SUFFIX) and (replicas or 1) <= 1:
+        out.append(f"gpu.product={product} is -SHARED but gpu.replicas={replicas}")
+    count = node.int_label(L.COUNT)
+    if count is not None and lab.get(L.MIG_STRATEGY) != "mixed":
+        resource, have = node.main_resource
+        if resource in (L.GPU_RESOURCE, L.SHARED_RESOURCE) and have != count * (replicas or 1):
+            out.append(f"gpu.count={count} x gpu.replicas={replicas or 1} = "
+                       f"{count * (replicas or 1)} but {resource} allocatable is {have}")
+    return out

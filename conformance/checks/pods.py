@@ -1,0 +1,175 @@
+"""GPU test pods: built to the restricted Pod Security profile, created with the run labels,
+and waited on with a description and a timeout.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from kubernetes.client.exceptions import ApiException
+
+from conformance import labels as L
+from conformance.cluster.client import Cluster
+from conformance.cluster.namespaces import MANAGED_BY, MANAGER
+from conformance.cluster.waits import wait_for
+
+# The real scheduler binds a pod in well under a second; 30 s covers a loaded 2-core sim and a
+# busy production scheduler. Image pulls on real clusters get their own, longer timeout.
+SCHEDULE_TIMEOUT_S = 30.0
+PENDING_SETTLE_TIMEOUT_S = 20.0  # long enough for the scheduler to try and record its reason
+POD_RUNNING_TIMEOUT_S = 300.0    # image pull of a CUDA image on a real GPU node
+DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
+RESTRICTED_CONTAINER_SECURITY = {
+    "runAsNonRoot": True,
+    "runAsUser": 65534,
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+@dataclass
+class PodSpec:
+    """What a GPU test pod asks for; ``manifest`` turns it into a Pod."""
+
+    prefix: str
+    gpus: int | str | None = 1
+    resource: str = L.GPU_RESOURCE
+    requests: int | str | None = None  # None: only limits (requests default to limits)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    affinity: dict | None = None
+    tolerate_gpu_taint: bool = True
+    image: str = DEFAULT_IMAGE
+    command: list[str] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    restart_policy: str = "Never"
+
+    def manifest(self, run_labels: dict[str, str]) -> dict:
+        resources: dict = {}
+        if self.gpus is not None:
+            resources["limits"] = {self.resource: str(self.gpus)}
+        if self.requests is not None:
+            resources["requests"] = {self.resource: str(self.requests)}
+        container = {"name": "main", "image": self.image, "resources": resources,
+                     "securityContext": dict(RESTRICTED_CONTAINER_SECURITY)}
+        if self.command:
+            container["command"] = self.command
+        if self.env:
+            container["env"] = [{"name": k, "value": v} for k, v in self.env.items()]
+        spec: dict = {"containers": [container], "restartPolicy": self.restart_policy,
+                      "automountServiceAccountToken": False,
+                      "terminationGracePeriodSeconds": 0,
+                      "securityContext": {"runAsNonRoot": True,
+                                          "seccompProfile": {"type": "RuntimeDefault"}}}
+        if self.node_selector:
+            spec["nodeSelector"] = self.node_selector
+        if self.affinity:
+            spec["affinity"] = self.affinity
+        if self.tolerate_gpu_taint:
+            spec["tolerations"] = [dict(L.GPU_TOLERATION)]
+        name = f"{self.prefix}-{secrets.token_hex(3)}"
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "labels": {**run_labels, "app": self.prefix}},
+                "spec": spec}
+
+
+def create(cluster: Cluster, namespace: str, spec: PodSpec, run_id: str) -> str:
+    from conformance.cluster.namespaces import run_labels
+
+    body = spec.manifest(run_labels(run_id))
+    cluster.core.create_namespaced_pod(namespace, body)
+    return body["metadata"]["name"]
+
+
+def create_raw(cluster: Cluster, namespace: str, body: dict) -> ApiException | None:
+    """Create a pod and return the API server's refusal instead of raising it."""
+    body.setdefault("metadata", {}).setdefault("labels", {})[MANAGED_BY] = MANAGER
+    try:
+        cluster.core.create_namespaced_pod(namespace, body)
+    except ApiException as exc:
+        return exc
+    return None
+
+
+def node_of(cluster: Cluster, namespace: str, name: str) -> str | None:
+    return cluster.core.read_namespaced_pod(name, namespace).spec.node_name
+
+
+def wait_scheduled(cluster: Cluster, namespace: str, name: str,
+                   timeout: float = SCHEDULE_TIMEOUT_S) -> str:
+    """Wait until the scheduler binds the pod; returns the node name."""
+    return wait_for(f"pod {namespace}/{name} to be scheduled",
+                    lambda: node_of(cluster, namespace, name), timeout=timeout, interval=0.1,
+                    describe_last=lambda: scheduling_events(cluster, namespace, name))
+
+
+def wait_phase(cluster: Cluster, namespace: str, name: str, phases: tuple[str, ...],
+               timeout: float = POD_RUNNING_TIMEOUT_S) -> str:
+    def phase() -> str | None:
+        p = cluster.core.read_namespaced_pod(name, namespace).status.phase
+        return p if p in phases else None
+
+    return wait_for(f"pod {namespace}/{name} to reach {'/'.join(phases)}", phase,
+                    timeout=timeout, describe_last=lambda: describe(cluster, namespace, name))
+
+
+def failed_scheduling_message(cluster: Cluster, namespace: str, name: str) -> str | None:
+    events = cluster.core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name},reason=FailedScheduling").items
+    return events[-1].message if events else None
+
+
+def wait_unschedulable(cluster: Cluster, namespace: str, name: str,
+                       timeout: float = PENDING_SETTLE_TIMEOUT_S) -> str:
+    """Wait for the scheduler's FailedScheduling event; returns its message.
+
+    Fails (with the node) if the pod gets scheduled instead.
+    """
+    def reason() -> str | None:
+        node = node_of(cluster, namespace, name)
+        if node:
+            raise AssertionError(f"pod {name} was scheduled onto {node}, expected it to stay "
+                                 "Pending")
+        return failed_scheduling_message(cluster, namespace, name)
+
+    return wait_for(f"a FailedScheduling event for pod {namespace}/{name}", reason,
+                    timeout=timeout)
+
+
+def scheduling_events(cluster: Cluster, namespace: str, name: str) -> str:
+    events = cluster.core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name}").items
+    return "\n".join(f"{e.reason}: {e.message}" for e in events) or "(no events)"
+
+
+def describe(cluster: Cluster, namespace: str, name: str) -> str:
+    pod = cluster.core.read_namespaced_pod(name, namespace)
+    statuses = [
+        f"{c.name}: ready={c.ready} restarts={c.restart_count} "
+        f"state={(c.state.waiting and c.state.waiting.reason) or (c.state.terminated and c.state.terminated.reason) or 'running'}"  # noqa: E501
+        for c in (pod.status.container_statuses or [])]
+    return (f"phase={pod.status.phase} node={pod.spec.node_name} reason={pod.status.reason} "
+            f"message={pod.status.message}\n" + "\n".join(statuses) + "\n"
+            + scheduling_events(cluster, namespace, name))
+
+
+def delete(cluster: Cluster, namespace: str, name: str) -> None:
+    try:
+        cluster.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def gpus_in_use(cluster: Cluster, node: str, resource: str) -> int:
+    """GPUs requested by pods bound to the node that are not finished."""
+    pods = cluster.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
+    used = 0
+    for pod in pods:
+        if pod.status.phase in ("Succeeded", "Failed"):
+            continue
+        for c in pod.spec.containers:
+            limits = (c.resources.limits or {}) if c.resources else {}
+            used += int(limits.get(resource, 0))
+    return used

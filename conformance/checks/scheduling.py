@@ -1,0 +1,77 @@
+"""Scheduling experiments shared by the scheduling and sharing suites: fill a node with
+one-unit GPU pods, watch the next one stay Pending for the right reason, free one, watch it bind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from conformance import labels as L
+from conformance.checks import pods
+from conformance.checks.nodes import GpuNode
+from conformance.cluster.client import Cluster
+
+MAX_FILL_PODS = 64  # beyond this a fill test measures the API server, not GPU allocation
+
+
+def tolerated(taint: dict) -> bool:
+    """Whether a GPU pod with the standard nvidia.com/gpu toleration tolerates the taint."""
+    if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+        return True
+    return taint.get("key") == L.GPU_TOLERATION["key"]
+
+
+def untolerated_taints(node: GpuNode) -> list[dict]:
+    return [t for t in node.taints if not tolerated(t)]
+
+
+def free_units(cluster: Cluster, node: GpuNode, resource: str) -> int:
+    return node.gpu_resources.get(resource, 0) - pods.gpus_in_use(cluster, node.name, resource)
+
+
+def pick_node(cluster: Cluster, nodes: list[GpuNode], resource: str | None = None,
+              *, shared: bool | None = None) -> tuple[GpuNode, str, int] | None:
+    """A schedulable GPU node with free units of its GPU resource: (node, resource, free)."""
+    best = None
+    for node in nodes:
+        if untolerated_taints(node) or not node.ready:
+            continue
+        if shared is not None and ((node.int_label(L.REPLICAS) or 1) > 1) != shared:
+            continue
+        res = resource or node.main_resource[0]
+        if res is None or res.endswith("*"):
+            continue
+        free = free_units(cluster, node, res)
+        if free <= 0 or free > MAX_FILL_PODS:
+            continue
+        if best is None or free < best[2]:  # the smallest node fills fastest
+            best = (node, res, free)
+    return best
+
+
+@dataclass
+class FillResult:
+    node: str
+    resource: str
+    placed: list[str]
+    overflow_reason: str
+    rescheduled_onto: str
+
+
+def fill_node(cluster: Cluster, namespace: str, run_id: str, node: GpuNode, resource: str,
+              free: int, prefix: str) -> FillResult:
+    """Schedule ``free`` one-unit pods onto ``node``, then one more; free one; see it bind."""
+    pin = {"kubernetes.io/hostname": node.name}
+    names = [pods.create(cluster, namespace, pods.PodSpec(f"{prefix}-{i}", gpus=1,
+                                                          resource=resource, node_selector=pin),
+                         run_id) for i in range(free)]
+    placed = [pods.wait_scheduled(cluster, namespace, n) for n in names]
+    wrong = [p for p in placed if p != node.name]
+    assert not wrong, f"pods pinned to {node.name} landed on {sorted(set(wrong))}"
+    extra = pods.create(cluster, namespace, pods.PodSpec(f"{prefix}-extra", gpus=1,
+                                                         resource=resource, node_selector=pin),
+                        run_id)
+    reason = pods.wait_unschedulable(cluster, namespace, extra)
+    pods.delete(cluster, namespace, names[0])
+    rescheduled = pods.wait_scheduled(cluster, namespace, extra)
+    return FillResult(node.name, resource, names, reason, rescheduled)

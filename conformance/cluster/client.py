@@ -1,0 +1,146 @@
+"""The one way the suite talks to a cluster: a Kubernetes client with retries and a request count.
+
+Retries: connection failures (an API server restarting), 429 throttling and transient 5xx are
+retried with exponential backoff by urllib3 (``Retry-After`` honoured). Every request is
+counted, so a run can report how many API requests it made (the 500-node scale check).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import urllib3
+import yaml
+from kubernetes import client, config
+from kubernetes.config.config_exception import ConfigException
+
+from conformance.errors import UsageError
+
+RETRY_TOTAL = 8  # with backoff 0.5 s doubling (capped at 10 s) this rides out ~40 s of outage
+RETRY_BACKOFF_S = 0.5
+RETRY_STATUSES = (429, 500, 502, 503, 504)
+
+
+class RequestCounter:
+    """Thread-safe count of API requests by verb."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.by_verb: dict[str, int] = {}
+
+    def add(self, verb: str) -> None:
+        with self._lock:
+            self.by_verb[verb] = self.by_verb.get(verb, 0) + 1
+
+    @property
+    def total(self) -> int:
+        with self._lock:
+            return sum(self.by_verb.values())
+
+
+def _retry_policy() -> urllib3.Retry:
+    return urllib3.Retry(
+        total=RETRY_TOTAL,
+        connect=RETRY_TOTAL,
+        read=2,
+        status=RETRY_TOTAL,
+        backoff_factor=RETRY_BACKOFF_S,
+        backoff_max=10,
+        status_forcelist=RETRY_STATUSES,
+        allowed_methods=None,  # retry every verb: the suite's writes are idempotent or named
+        respect_retry_after_header=True,
+        raise_on_status=False,
+    )
+
+
+@dataclass
+class Cluster:
+    """A connected cluster: typed API groups over one counted, retrying ApiClient."""
+
+    api_client: client.ApiClient
+    kubeconfig: str | None
+    context: str | None
+    counter: RequestCounter = field(default_factory=RequestCounter)
+
+    def __post_init__(self) -> None:
+        self.core = client.CoreV1Api(self.api_client)
+        self.apps = client.AppsV1Api(self.api_client)
+        self.custom = client.CustomObjectsApi(self.api_client)
+        self.rbac = client.RbacAuthorizationV1Api(self.api_client)
+        self.version = client.VersionApi(self.api_client)
+        self.apiext = client.ApiextensionsV1Api(self.api_client)
+        self.authz = client.AuthorizationV1Api(self.api_client)
+        _count_requests(self.api_client, self.counter)
+
+    @property
+    def server(self) -> str:
+        return self.api_client.configuration.host
+
+    def server_version(self) -> str:
+        return self.version.get_code().git_version
+
+
+def _count_requests(api_client: client.ApiClient, counter: RequestCounter) -> None:
+    rest = api_client.rest_client
+    original = rest.request
+
+    def request(method, url, *args, **kwargs):
+        counter.add(method.upper())
+        return original(method, url, *args, **kwargs)
+
+    rest.request = request
+
+
+def kubeconfig_contexts(path: str) -> list[str]:
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except OSError as exc:
+        raise UsageError(f"cannot read kubeconfig {path}: {exc.strerror}") from None
+    except yaml.YAMLError:
+        raise UsageError(f"kubeconfig {path} is not valid YAML: fix or regenerate it") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("contexts", []), list):
+        raise UsageError(f"kubeconfig {path} is malformed (no contexts list)")
+    return [c.get("name") for c in doc.get("contexts") or [] if isinstance(c, dict)]
+
+
+def connect(kubeconfig: str | None = None, context: str | None = None, *,
+            timeout_s: float = 15.0) -> Cluster:
+    """Connect and check reachability; bad input becomes a one-line :class:`UsageError`."""
+    path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+    if path is None:
+        default = Path.home() / ".kube" / "config"
+        path = str(default) if default.is_file() else None
+    if path is None:
+        raise UsageError("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or use --target sim")
+    contexts = kubeconfig_contexts(path)
+    if context is not None and context not in contexts:
+        known = ", ".join(contexts) or "none"
+        raise UsageError(f"unknown context {context!r} in {path} (contexts: {known})")
+    configuration = client.Configuration()
+    try:
+        config.load_kube_config(config_file=path, context=context,
+                                client_configuration=configuration, persist_config=False)
+    except (ConfigException, ValueError, TypeError, KeyError) as exc:
+        raise UsageError(f"kubeconfig {path} cannot be used: {_one_line(exc)}") from None
+    configuration.retries = _retry_policy()
+    api_client = client.ApiClient(configuration)
+    cluster = Cluster(api_client=api_client, kubeconfig=path, context=context)
+    return cluster
+
+
+def check_reachable(cluster: Cluster, timeout_s: float = 10.0) -> str:
+    """The server's version, or a usage error naming the server that did not answer."""
+    try:
+        resp = cluster.version.get_code(_request_timeout=timeout_s)
+    except (urllib3.exceptions.HTTPError, OSError, client.exceptions.ApiException) as exc:
+        raise UsageError(f"cluster at {cluster.server} is unreachable ({_one_line(exc)}): check "
+                         "--kubeconfig/--context, or use --target sim") from None
+    return resp.git_version
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else type(exc).__name__

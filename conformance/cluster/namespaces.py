@@ -1,0 +1,94 @@
+"""Labelled test namespaces: created per test, deleted at teardown, swept on interrupt.
+
+Every object the suite creates carries the run labels, so ``gpuconf cleanup`` and the
+interrupt handler can find leftovers without guessing by name.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+
+from kubernetes.client.exceptions import ApiException
+
+from conformance.cluster.client import Cluster
+from conformance.cluster.waits import wait_for
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGER = "gpu-conformance"
+RUN_LABEL = "gpuconf.io/run-id"
+NAMESPACE_PREFIX = "gpuconf-"
+NAMESPACE_DELETE_TIMEOUT_S = 60.0  # namespace GC on a busy 2-core sim takes seconds, not minutes
+
+
+def run_labels(run_id: str) -> dict[str, str]:
+    return {MANAGED_BY: MANAGER, RUN_LABEL: run_id}
+
+
+def namespace_name(test_name: str) -> str:
+    """``gpuconf-<test>-<random>``: DNS-1123 clean and cut to the 63-character limit."""
+    base = re.sub(r"[^a-z0-9-]+", "-", test_name.lower()).strip("-")
+    suffix = secrets.token_hex(3)
+    base = base[: 63 - len(NAMESPACE_PREFIX) - len(suffix) - 1].rstrip("-")
+    return f"{NAMESPACE_PREFIX}{base}-{suffix}"
+
+
+def create_namespace(cluster: Cluster, test_name: str, run_id: str) -> str:
+    name = namespace_name(test_name)
+    labels = {
+        **run_labels(run_id),
+        # The suite's own pods follow the restricted profile; the API server enforces it.
+        "pod-security.kubernetes.io/enforce": "restricted",
+        "pod-security.kubernetes.io/enforce-version": "latest",
+    }
+    cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                   "metadata": {"name": name, "labels": labels}})
+    return name
+
+
+def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False) -> None:
+    try:
+        cluster.core.delete_namespace(name, grace_period_seconds=0,
+                                      propagation_policy="Background")
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        return
+    # Pods on KWOK nodes only go once their deletion is played out; force them now.
+    try:
+        for pod in cluster.core.list_namespaced_pod(name).items:
+            cluster.core.delete_namespaced_pod(pod.metadata.name, name, grace_period_seconds=0)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    if wait:
+        wait_for(f"namespace {name} to be deleted", lambda: _gone(cluster, name),
+                 timeout=NAMESPACE_DELETE_TIMEOUT_S)
+
+
+def _gone(cluster: Cluster, name: str) -> bool:
+    try:
+        cluster.core.read_namespace(name)
+    except ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+def leftover_namespaces(cluster: Cluster, run_id: str | None = None) -> list[str]:
+    selector = f"{MANAGED_BY}={MANAGER}" + (f",{RUN_LABEL}={run_id}" if run_id else "")
+    items = cluster.core.list_namespace(label_selector=selector).items
+    return [ns.metadata.name for ns in items]
+
+
+def sweep(cluster: Cluster, run_id: str | None = None, *, wait: bool = True) -> list[str]:
+    """Delete every namespace of this run (or of every run) and wait until they are gone."""
+    names = leftover_namespaces(cluster, run_id)
+    for name in names:
+        delete_namespace(cluster, name)
+    deadline = time.monotonic() + NAMESPACE_DELETE_TIMEOUT_S
+    if wait:
+        for name in names:
+            wait_for(f"namespace {name} to be deleted", lambda n=name: _gone(cluster, n),
+                     timeout=max(1.0, deadline - time.monotonic()))
+    return names

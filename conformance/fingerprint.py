@@ -1,0 +1,61 @@
+"""The cluster fingerprint of a run: what was checked, for the report and for certification."""
+
+from __future__ import annotations
+
+from kubernetes.client.exceptions import ApiException
+
+from conformance import labels as L
+from conformance.env import Env
+
+
+def fingerprint(env: Env) -> dict:
+    cluster = env.require_cluster()
+    nodes = cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items
+    rows = []
+    for node in nodes:
+        lab = node.metadata.labels or {}
+        alloc = node.status.allocatable or {}
+        resource, count = L.gpu_resource_of(alloc)
+        rows.append({
+            "name": node.metadata.name,
+            "gpu_product": lab.get(L.PRODUCT),
+            "gpu_count": _int(lab.get(L.COUNT)),
+            "gpu_memory_mib": _int(lab.get(L.MEMORY)),
+            "gpu_resource": resource,
+            "allocatable": count,
+            "replicas": _int(lab.get(L.REPLICAS)),
+            "sharing_strategy": lab.get(L.SHARING_STRATEGY),
+            "mig_strategy": lab.get(L.MIG_STRATEGY, "none"),
+            "driver_version": lab.get(L.DRIVER_FULL),
+            "cuda_version": lab.get(L.RUNTIME_FULL),
+        })
+    operator_version = chart_version = None
+    try:
+        deps = cluster.apps.list_namespaced_deployment(
+            env.options.operator_namespace, label_selector=L.OPERATOR_SELECTOR).items
+        if deps:
+            dep_labels = deps[0].metadata.labels or {}
+            image = deps[0].spec.template.spec.containers[0].image or ""
+            operator_version = dep_labels.get("app.kubernetes.io/version") or (
+                image.rsplit(":", 1)[-1] if ":" in image else None)
+            chart = dep_labels.get("helm.sh/chart", "")
+            chart_version = chart.rsplit("-", 1)[-1] if chart else None
+    except ApiException:
+        pass
+    return {
+        "kubernetes_version": env.server_version,
+        "operator_version": operator_version,
+        "chart_version": chart_version,
+        "driver_versions": sorted({r["driver_version"] for r in rows if r["driver_version"]}),
+        "cuda_versions": sorted({r["cuda_version"] for r in rows if r["cuda_version"]}),
+        "sharing_strategies": sorted({r["sharing_strategy"] or "none" for r in rows}),
+        "gpu_node_count": len(rows),
+        "nodes": rows,
+    }
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

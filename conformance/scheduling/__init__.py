@@ -1,0 +1,1 @@
+"""Scheduling suite: GPUs are integers, allocated whole, placed by type, isolated."""

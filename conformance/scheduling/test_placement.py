@@ -1,0 +1,85 @@
+"""Scheduling / placement by GPU type through GFD labels.
+
+Checklist (the design's "FP8 only on the new generation" exercise):
+- SCHED-PLACE-001 a nodeSelector on nvidia.com/gpu.product lands only on that GPU type, and the
+  node it lands on is that GPU type by its other labels (compute capability, memory)
+- SCHED-PLACE-002 node affinity nvidia.com/gpu.compute.major > 8 lands only on Hopper or newer
+- SCHED-PLACE-003 risk report: the GPU types a pod without a selector could land on
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import labels as L
+from conformance.checks import gfd_consistency, pods
+from conformance.checks.pods import PodSpec
+from conformance.plugin import finding, not_applicable
+
+PODS_PER_TYPE = 3  # enough to see a spread across nodes, few enough to stay fast
+
+
+def _products(nodes) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for n in nodes:
+        if n.label(L.PRODUCT):
+            out.setdefault(n.label(L.PRODUCT), []).append(n)
+    return out
+
+
+@pytest.mark.requirement("SCHED-PLACE-001")
+def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env,
+                                                  require_gpu_nodes):
+    products = _products(require_gpu_nodes)
+    assert products, f"no GPU node carries {L.PRODUCT}: GFD labels are missing"
+    by_name = {n.name: n for n in require_gpu_nodes}
+    wrong = []
+    for product, nodes in sorted(products.items())[:4]:
+        resource = nodes[0].main_resource[0] or L.GPU_RESOURCE
+        names = [pods.create(cluster, namespace, PodSpec("bytype", gpus=1, resource=resource,
+                                                         node_selector={L.PRODUCT: product}),
+                             gpu_env.run_id) for _ in range(PODS_PER_TYPE)]
+        for name in names:
+            node = by_name.get(pods.wait_scheduled(cluster, namespace, name))
+            if node is None or node.label(L.PRODUCT) != product:
+                wrong.append(f"{name} selecting {product} landed on a node labelled "
+                             f"{node.label(L.PRODUCT) if node else 'no GPU'}")
+                continue
+            contradictions = [p for p in gfd_consistency.inconsistencies(node)
+                              if "wrong GPU type" in p]
+            if contradictions:
+                wrong.append(f"{name} selecting {product} landed on {node.name}, which is not "
+                             f"that GPU type: {contradictions[0]}")
+    assert not wrong, "; ".join(wrong[:5])
+
+
+@pytest.mark.requirement("SCHED-PLACE-002")
+def test_compute_capability_affinity_places_on_new_generation(request, cluster, namespace,
+                                                               gpu_env, require_gpu_nodes):
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": L.COMPUTE_MAJOR, "operator": "Gt", "values": ["8"]}]}]}}}
+    eligible = [n for n in require_gpu_nodes if (n.int_label(L.COMPUTE_MAJOR) or 0) >= 9]
+    resource = (eligible or require_gpu_nodes)[0].main_resource[0] or L.GPU_RESOURCE
+    names = [pods.create(cluster, namespace, PodSpec("fp8", gpus=1, resource=resource,
+                                                     affinity=affinity), gpu_env.run_id)
+             for _ in range(PODS_PER_TYPE)]
+    if not eligible:
+        reason = pods.wait_unschedulable(cluster, namespace, names[0])
+        finding(request, f"no Hopper-or-newer GPU node: FP8 pods stay Pending ({reason})")
+        return
+    by_name = {n.name: n for n in require_gpu_nodes}
+    landed = [by_name.get(pods.wait_scheduled(cluster, namespace, n)) for n in names]
+    old = [n.name for n in landed if n is None or (n.int_label(L.COMPUTE_MAJOR) or 0) < 9]
+    assert not old, f"pods requiring compute.major > 8 landed on older GPUs: {old}"
+
+
+@pytest.mark.requirement("SCHED-PLACE-003")
+def test_risk_of_unpinned_gpu_pods(request, require_gpu_nodes):
+    products = _products(require_gpu_nodes)
+    if len(products) <= 1:
+        not_applicable("one GPU type in the cluster: an unpinned GPU pod cannot land on the "
+                       "wrong type")
+    summary = ", ".join(f"{p} ({len(n)} node(s))" for p, n in sorted(products.items()))
+    finding(request, f"heterogeneous cluster: a GPU pod without a nodeSelector on "
+                     f"{L.PRODUCT} or {L.COMPUTE_MAJOR} may land on any of {summary}")

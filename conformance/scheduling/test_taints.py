@@ -1,0 +1,54 @@
+"""Scheduling / taints: tainted GPU nodes take GPU pods that tolerate nvidia.com/gpu only.
+
+Checklist:
+- SCHED-TAINT-001 on every tainted GPU node (up to a sample), a GPU pod with the standard
+  nvidia.com/gpu toleration schedules, and a pod without it stays Pending with the taint named
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.checks import pods, scheduling
+from conformance.checks.pods import PodSpec
+from conformance.plugin import not_applicable
+
+NODES_SAMPLED = 3
+
+
+@pytest.mark.requirement("SCHED-TAINT-001")
+def test_tainted_gpu_nodes_take_only_tolerating_pods(cluster, namespace, gpu_env,
+                                                     require_gpu_nodes):
+    tainted = [n for n in require_gpu_nodes
+               if any(t["effect"] in ("NoSchedule", "NoExecute") for t in n.taints)]
+    if not tainted:
+        not_applicable("no GPU node is tainted: GPU nodes also take pods that need no GPU")
+    problems = []
+    # Nodes with a taint GPU pods do not tolerate come first: that is the misconfiguration.
+    tainted.sort(key=lambda n: not scheduling.untolerated_taints(n))
+    for node in tainted[:NODES_SAMPLED]:
+        pin = {"kubernetes.io/hostname": node.name}
+        resource = node.main_resource[0]
+        gpu_pod = pods.create(cluster, namespace, PodSpec("tolerating", gpus=1 if resource else
+                                                          None, resource=resource or "",
+                                                          node_selector=pin), gpu_env.run_id)
+        try:
+            pods.wait_scheduled(cluster, namespace, gpu_pod, timeout=pods.PENDING_SETTLE_TIMEOUT_S)
+        except AssertionError:
+            bad = scheduling.untolerated_taints(node)
+            problems.append(
+                f"{node.name}: a GPU pod tolerating nvidia.com/gpu cannot schedule"
+                + (f"; taint(s) it does not tolerate: "
+                   + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in bad)
+                   if bad else f": {pods.failed_scheduling_message(cluster, namespace, gpu_pod)}"))
+        plain = pods.create(cluster, namespace, PodSpec("intolerant", gpus=None,
+                                                        tolerate_gpu_taint=False,
+                                                        node_selector=pin), gpu_env.run_id)
+        try:
+            reason = pods.wait_unschedulable(cluster, namespace, plain)
+            if "taint" not in reason:
+                problems.append(f"{node.name}: a pod without toleration is Pending, but not for "
+                                f"the taint: {reason}")
+        except AssertionError as exc:
+            problems.append(f"{node.name}: a pod without the toleration was accepted ({exc})")
+    assert not problems, "; ".join(problems)

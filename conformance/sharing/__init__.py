@@ -1,0 +1,1 @@
+"""Sharing suite: time-slicing/MPS config, advertised replicas, oversubscription, interference."""

@@ -1,0 +1,105 @@
+"""The sim as a whole: control plane + GPU nodes + the operator stand-in and its loop."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from conformance.cluster.client import connect
+from conformance.sim import standin
+from conformance.sim.controlplane import ClusterState, ControlPlane, _pid_alive
+from conformance.sim.faults import validate as validate_faults
+
+Progress = Callable[[str], None]
+STANDIN = "standin"
+
+
+def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | None = None,
+       apiserver_port: int | None = None, chart: str | None = None,
+       nodes: int | None = None, gpus_per_node: int | None = None,
+       progress: Progress = print) -> ClusterState:
+    """Start everything; on any failure stop what was started and re-raise."""
+    faults = validate_faults(faults or [])
+    sim_state = standin.SimState(profile=profile, faults=faults, nodes=nodes,
+                                 gpus_per_node=gpus_per_node)
+    sim_state.resolve_profile()  # bad names and sizes fail before anything starts
+    plane = ControlPlane(name)
+    t0 = time.monotonic()
+    state = plane.up(apiserver_port=apiserver_port, progress=progress)
+    try:
+        state.profile = profile
+        state.save()
+        cluster = connect(str(state.kubeconfig))
+        standin.reconcile(cluster, sim_state, chart=chart, progress=progress)
+        _start_standin(state, progress)
+        progress(f"sim {name!r} up in {time.monotonic() - t0:.1f}s: profile {profile}"
+                 + (f", faults {', '.join(faults)}" if faults else "")
+                 + f"; kubeconfig {state.kubeconfig}")
+    except BaseException:
+        progress("start failed: stopping the sim")
+        plane.down(progress=lambda _m: None, keep_logs=True)
+        raise
+    return state
+
+
+def _start_standin(state: ClusterState, progress: Progress) -> None:
+    log = Path(state.folder) / "logs" / "standin.log"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "conformance.sim.standin", f"--kubeconfig={state.kubeconfig}"],
+            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True)
+    state.pids[STANDIN] = proc.pid
+    state.binaries[STANDIN] = sys.executable
+    state.save()
+    progress("operator stand-in controller loop started")
+
+
+def down(name: str = "gpuconf", progress: Progress = print) -> bool:
+    return ControlPlane(name).down(progress=progress)
+
+
+def stop(name: str) -> None:
+    down(name, progress=lambda _m: None)
+
+
+def running(name: str) -> ClusterState | None:
+    state = ControlPlane(name).state()
+    if state and state.pids and all(_pid_alive(p) for p in state.pids.values()):
+        return state
+    return None
+
+
+def ensure_running(name: str, profile: str, faults: list[str]) -> tuple[Path, bool]:
+    """The kubeconfig of a running sim, starting one (and saying so) when none runs."""
+    state = running(name)
+    if state is not None:
+        return state.kubeconfig, False
+    state = up(name, profile=profile, faults=faults,
+               progress=lambda m: print(f"[sim] {m}", file=sys.stderr))
+    return state.kubeconfig, True
+
+
+def set_state(name: str, *, profile: str | None = None, faults: list[str] | None = None,
+              progress: Progress = lambda _m: None) -> standin.SimState:
+    """Change the profile/faults of a running sim in place (no restart)."""
+    state = running(name)
+    if state is None:
+        from conformance.errors import UsageError
+
+        raise UsageError(f"sim cluster {name!r} is not running: `gpuconf sim up` first")
+    cluster = connect(str(state.kubeconfig))
+    current = standin.load_state(cluster) or standin.SimState(profile=state.profile or "healthy")
+    new = standin.SimState(profile=profile or current.profile,
+                           faults=validate_faults(faults if faults is not None
+                                                  else current.faults),
+                           operator_namespace=current.operator_namespace,
+                           nodes=None if profile else current.nodes,
+                           gpus_per_node=None if profile else current.gpus_per_node)
+    standin.reconcile(cluster, new, progress=progress)
+    state.profile = new.profile
+    state.save()
+    return new

@@ -1,0 +1,384 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver, kube-controller-manager,
+kube-scheduler and the KWOK controller, started as local processes.
+
+Every process is started here, recorded by PID in the cluster folder, and stopped by PID:
+``down`` never kills anything it did not start. A component that fails to come up stops the
+ones already started and raises :class:`ComponentFailed` with the tail of its log.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from conformance.errors import ComponentFailed, UsageError
+from conformance.sim import binaries
+from conformance.sim.pki import ClusterPKI
+
+# Each component must answer its health endpoint within this long. The API server is the
+# slowest (it installs its built-in objects and RBAC roles); 60 s leaves room on 2 loaded cores.
+COMPONENT_READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0  # SIGTERM first, SIGKILL after this long
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+LOG_TAIL_LINES = 25
+
+Progress = Callable[[str], None]
+
+
+def clusters_dir() -> Path:
+    return binaries.cache_dir() / "clusters"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_in_use(port: int) -> bool:
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+@dataclass
+class ClusterState:
+    """What ``up`` wrote: enough for ``down``, ``status`` and restarting one component."""
+
+    name: str
+    folder: str
+    kubernetes_version: str
+    ports: dict[str, int]
+    pids: dict[str, int] = field(default_factory=dict)
+    binaries: dict[str, str] = field(default_factory=dict)
+    started: float = 0.0
+    profile: str | None = None
+
+    @property
+    def kubeconfig(self) -> Path:
+        return Path(self.folder) / "kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
+
+    def save(self) -> None:
+        path = Path(self.folder) / "state.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, name: str) -> ClusterState | None:
+        path = clusters_dir() / name / "state.json"
+        if not path.is_file():
+            return None
+        return cls(**json.loads(path.read_text()))
+
+
+def _kubeconfig(server: str, ca: Path, cert: Path, key: Path, user: str) -> str:
+    def b64(p: Path) -> str:
+        return base64.b64encode(p.read_bytes()).decode()
+
+    doc = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "gpuconf-sim", "cluster": {
+            "server": server, "certificate-authority-data": b64(ca)}}],
+        "users": [{"name": user, "user": {
+            "client-certificate-data": b64(cert), "client-key-data": b64(key)}}],
+        "contexts": [{"name": "gpuconf-sim", "context": {"cluster": "gpuconf-sim", "user": user}}],
+        "current-context": "gpuconf-sim",
+    }
+    return json.dumps(doc, indent=2)  # JSON is valid YAML; client libraries read it as such
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still "exists"; treat it as gone.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+def _pid_is_ours(pid: int, binary: str) -> bool:
+    """True when the PID still runs the binary we started (PIDs are reused)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return bool(cmdline) and cmdline[0].decode(errors="replace") == binary
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+class ControlPlane:
+    """Start, stop and inspect one named local cluster."""
+
+    def __init__(self, name: str = "gpuconf") -> None:
+        if not name or not name.replace("-", "").isalnum() or len(name) > 40:
+            raise UsageError(f"invalid cluster name {name!r}: use letters, digits and '-' "
+                             "(at most 40)")
+        self.name = name
+        self.folder = clusters_dir() / name
+
+    # ---- public -------------------------------------------------------------------------
+    def state(self) -> ClusterState | None:
+        return ClusterState.load(self.name)
+
+    def up(self, *, apiserver_port: int | None = None, progress: Progress = print) -> ClusterState:
+        existing = self.state()
+        if existing and any(_pid_alive(p) for p in existing.pids.values()):
+            raise UsageError(f"sim cluster {self.name!r} is already running "
+                             f"(kubeconfig {existing.kubeconfig}); `gpuconf sim down` first")
+        if apiserver_port is not None and port_in_use(apiserver_port):
+            raise UsageError(f"port {apiserver_port} is already in use on 127.0.0.1: pass "
+                             "another --port or stop what listens there")
+        bins = binaries.require()
+        if self.folder.exists():
+            shutil.rmtree(self.folder)
+        (self.folder / "logs").mkdir(parents=True)
+        ports = {
+            "etcd": _free_port(), "etcd-peer": _free_port(),
+            "kube-apiserver": apiserver_port or _free_port(),
+            "kube-controller-manager": _free_port(), "kube-scheduler": _free_port(),
+            "kwok": _free_port(),
+        }
+        state = ClusterState(
+            name=self.name, folder=str(self.folder), kubernetes_version=bins.kubernetes_version,
+            ports=ports, started=time.time(),
+            binaries={
+                "etcd": str(bins.etcd), "kube-apiserver": str(bins.kube_apiserver),
+                "kube-controller-manager": str(bins.kube_controller_manager),
+                "kube-scheduler": str(bins.kube_scheduler), "kwok": str(bins.kwok),
+                "helm": str(bins.helm),
+            },
+        )
+        progress(f"generating certificates in {self.folder / 'pki'}")
+        self._write_pki(state)
+        state.save()
+        try:
+            for component in COMPONENTS:
+                self.start_component(state, component, progress=progress)
+        except BaseException:
+            progress("start failed: stopping the components already started")
+            self.down(progress=lambda _msg: None, keep_logs=True)
+            raise
+        return state
+
+    def start_component(self, state: ClusterState, component: str, *,
+                        progress: Progress = print) -> None:
+        argv = self._argv(state, component)
+        log_path = Path(state.folder) / "logs" / f"{component}.log"
+        progress(f"starting {component}")
+        t0 = time.monotonic()
+        with log_path.open("ab") as log:
+            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        state.pids[component] = proc.pid
+        state.save()
+        self._wait_healthy(state, component, proc, log_path)
+        progress(f"{component} ready in {time.monotonic() - t0:.1f}s")
+
+    def stop_component(self, state: ClusterState, component: str) -> None:
+        pid = state.pids.get(component)
+        if pid is None:
+            return
+        binary = state.binaries.get(component, "")
+        if _pid_alive(pid) and _pid_is_ours(pid, binary):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_GRACE_S
+            while _pid_alive(pid) and time.monotonic() < deadline:
+                _reap(pid)
+                time.sleep(0.1)
+            if _pid_alive(pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                while _pid_alive(pid):
+                    _reap(pid)
+                    time.sleep(0.05)
+        _reap(pid)
+        state.pids.pop(component, None)
+        state.save()
+
+    def down(self, *, progress: Progress = print, keep_logs: bool = False) -> bool:
+        """Stop every recorded process (reverse start order) and remove the data.
+
+        Returns False when there was no such cluster.
+        """
+        state = self.state()
+        if state is None:
+            if self.folder.exists() and not keep_logs:
+                shutil.rmtree(self.folder, ignore_errors=True)
+            return False
+        for component in reversed(list(state.pids)):  # reverse start order, extras included
+            progress(f"stopping {component} (pid {state.pids[component]})")
+            self.stop_component(state, component)
+        if keep_logs:
+            shutil.rmtree(self.folder / "etcd-data", ignore_errors=True)
+            (self.folder / "state.json").unlink(missing_ok=True)
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+        return True
+
+    def status(self) -> dict:
+        state = self.state()
+        if state is None:
+            return {"name": self.name, "running": False}
+        components = {
+            c: {"pid": pid, "running": _pid_alive(pid) and _pid_is_ours(pid, state.binaries[c])}
+            for c, pid in state.pids.items()
+        }
+        return {
+            "name": self.name, "running": all(v["running"] for v in components.values()),
+            "kubeconfig": str(state.kubeconfig), "server": state.server,
+            "kubernetes_version": state.kubernetes_version, "profile": state.profile,
+            "components": components, "uptime_s": round(time.time() - state.started, 1),
+        }
+
+    # ---- internals ----------------------------------------------------------------------
+    def _write_pki(self, state: ClusterState) -> None:
+        pki = ClusterPKI(self.folder / "pki")
+        pki.issue("apiserver", "kube-apiserver", server=True,
+                  hosts=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
+                         "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"))
+        pki.issue("etcd-client", "kube-apiserver-etcd-client", client=True)
+        pki.service_account_keys()
+        users = {
+            "admin": ("kubernetes-admin", "system:masters"),
+            "controller-manager": ("system:kube-controller-manager", None),
+            "scheduler": ("system:kube-scheduler", None),
+            "kwok": ("gpuconf-kwok", "system:masters"),
+        }
+        for name, (cn, org) in users.items():
+            pair = pki.issue(name, cn, org=org, client=True)
+            target = self.folder / ("kubeconfig" if name == "admin" else f"{name}.kubeconfig")
+            target.write_text(_kubeconfig(state.server, pki.ca.cert, pair.cert, pair.key, cn))
+            target.chmod(0o600)
+
+    def _argv(self, state: ClusterState, component: str) -> list[str]:
+        f = Path(state.folder)
+        pki = f / "pki"
+        p = state.ports
+        binary = state.binaries[component]
+        if component == "etcd":
+            return [binary, "--name=gpuconf", f"--data-dir={f / 'etcd-data'}",
+                    f"--listen-client-urls=http://127.0.0.1:{p['etcd']}",
+                    f"--advertise-client-urls=http://127.0.0.1:{p['etcd']}",
+                    f"--listen-peer-urls=http://127.0.0.1:{p['etcd-peer']}",
+                    f"--initial-advertise-peer-urls=http://127.0.0.1:{p['etcd-peer']}",
+                    f"--initial-cluster=gpuconf=http://127.0.0.1:{p['etcd-peer']}",
+                    "--unsafe-no-fsync=true",  # a throw-away cluster: speed over durability
+                    "--quota-backend-bytes=4294967296", "--log-level=warn"]
+        if component == "kube-apiserver":
+            return [binary, f"--etcd-servers=http://127.0.0.1:{p['etcd']}",
+                    "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+                    f"--secure-port={p['kube-apiserver']}",
+                    f"--tls-cert-file={pki / 'apiserver.crt'}",
+                    f"--tls-private-key-file={pki / 'apiserver.key'}",
+                    f"--client-ca-file={pki / 'ca.crt'}",
+                    f"--service-account-key-file={pki / 'sa.pub'}",
+                    f"--service-account-signing-key-file={pki / 'sa.key'}",
+                    "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+                    "--authorization-mode=Node,RBAC",
+                    "--service-cluster-ip-range=10.96.0.0/16",
+                    "--endpoint-reconciler-type=none",  # loopback cannot be an endpoint IP
+                    "--allow-privileged=true", "--event-ttl=1h", "--v=1"]
+        if component in ("kube-controller-manager", "kube-scheduler"):
+            kc = f / ("controller-manager.kubeconfig" if component == "kube-controller-manager"
+                      else "scheduler.kubeconfig")
+            common = [binary, f"--kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
+                      f"--authorization-kubeconfig={kc}", "--bind-address=127.0.0.1",
+                      f"--secure-port={p[component]}", "--leader-elect=false", "--v=1"]
+            if component == "kube-scheduler":
+                return common
+            return [*common, f"--root-ca-file={pki / 'ca.crt'}",
+                    f"--service-account-private-key-file={pki / 'sa.key'}",
+                    "--use-service-account-credentials=true",
+                    f"--cluster-signing-cert-file={pki / 'ca.crt'}",
+                    f"--cluster-signing-key-file={pki / 'ca.key'}",
+                    "--concurrent-daemonset-syncs=5",
+                    # KWOK postpones a node's heartbeat whenever the node object changes (each
+                    # fault the stand-in writes); simulated nodes must not age out meanwhile.
+                    "--node-monitor-grace-period=3600s"]
+        if component == "kwok":
+            return [binary, f"--kubeconfig={f / 'kwok.kubeconfig'}",
+                    f"--config={Path(__file__).with_name('kwok-stages.yaml')}",
+                    "--manage-all-nodes=true",
+                    f"--server-address=127.0.0.1:{p['kwok']}",
+                    "--node-ip=127.0.0.1", "--cidr=10.0.0.0/16", "--v=4"]
+        raise ValueError(component)
+
+    def _health_check(self, state: ClusterState, component: str) -> bool:
+        p = state.ports
+        pki = Path(state.folder) / "pki"
+        if component == "etcd":
+            url, ctx = f"http://127.0.0.1:{p['etcd']}/health", None
+        elif component == "kwok":
+            url, ctx = f"http://127.0.0.1:{p['kwok']}/healthz", None
+        else:
+            port = p[component]
+            url = f"https://127.0.0.1:{port}/" + ("readyz" if component == "kube-apiserver"
+                                                  else "healthz")
+            ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            if component == "kube-apiserver":
+                ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+            else:  # scheduler/kcm serve self-signed certs
+                ctx.check_hostname = False
+                ctx.verify_mode = ssl.CERT_NONE
+        try:
+            with urllib.request.urlopen(url, context=ctx, timeout=2) as resp:
+                return resp.status == 200
+        except (urllib.error.URLError, OSError, ssl.SSLError):
+            return False
+
+    def _wait_healthy(self, state: ClusterState, component: str, proc: subprocess.Popen,
+                      log_path: Path) -> None:
+        deadline = time.monotonic() + COMPONENT_READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            code = proc.poll()
+            if code is not None:
+                raise ComponentFailed(component, f"exited with status {code}",
+                                      log_tail(log_path))
+            if self._health_check(state, component):
+                return
+            time.sleep(0.2)
+        raise ComponentFailed(component,
+                              f"not healthy within {COMPONENT_READY_TIMEOUT_S:.0f}s",
+                              log_tail(log_path))
+
+
+def _reap(pid: int) -> None:
+    """Collect an exited child so it does not linger as a zombie."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)

@@ -1,0 +1,542 @@
+"""The GPU Operator stand-in: writes what the operator, device plugin and GFD would write.
+
+Through the real API server only: the operator namespace and Deployment, the ClusterPolicy
+(upstream CRD when the chart is at hand), operand DaemonSets with upstream names, ``app``
+labels and ``nvidia.com/gpu.deploy.*`` node selectors (rolled out onto KWOK nodes by the real
+DaemonSet controller), GPU node labels, capacity/allocatable and the device plugin's sharing
+ConfigMap. Faults from ``faults.py`` change what is written.
+
+``reconcile`` is idempotent: it is run once by ``gpuconf sim up`` and again by the stand-in's
+controller loop (``python -m conformance.sim.standin``), which also plays the operator's
+reaction to ClusterPolicy and node-label changes and the device plugin's admission check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from conformance import labels as L
+from conformance.cluster.client import Cluster, connect
+from conformance.cluster.waits import wait_for
+from conformance.sim import gfd, operands, profiles
+from conformance.sim.faults import validate as validate_faults
+
+log = logging.getLogger("gpuconf.standin")
+
+STANDIN_LABEL = "sim.gpuconf.io/standin"
+CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"
+CONFIG_NAMESPACE = "kube-system"
+CONFIG_MAP = "gpuconf-sim-standin"
+CLUSTER_POLICY = "cluster-policy"
+OPERATOR_VERSION = "v26.7.0"  # the chart version the stand-in plays (../shared/upstream)
+DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-config"
+MISMATCHED_DRIVER = "570.86.15"
+# NoExecute, so operand pods already on the node are evicted as on a freshly tainted node.
+FOREIGN_TAINT = {"key": "dedicated", "value": "ml-team", "effect": "NoExecute"}
+CRD_READY_TIMEOUT_S = 30.0
+BUILTIN_CRD = Path(__file__).with_name("clusterpolicy-crd.yaml")
+LOOP_INTERVAL_S = 1.0
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class SimState:
+    """What the stand-in plays: a profile and the faults injected into it."""
+
+    profile: str
+    faults: list[str] = field(default_factory=list)
+    operator_namespace: str = "gpu-operator"
+    nodes: int | None = None  # --nodes: resize the profile's first GPU group
+    gpus_per_node: int | None = None
+
+    def has(self, fault: str) -> bool:
+        return fault in self.faults
+
+    def resolve_profile(self) -> profiles.Profile:
+        base = profiles.get_profile(self.profile)
+        if self.nodes is None and self.gpus_per_node is None:
+            return base
+        return resized(base, self.nodes, self.gpus_per_node)
+
+
+def resized(base: profiles.Profile, nodes: int | None,
+            gpus_per_node: int | None) -> profiles.Profile:
+    """``--nodes K --gpus-per-node G``: the profile with its first GPU group resized."""
+    import dataclasses
+
+    from conformance.errors import UsageError
+
+    if (nodes is not None and nodes < 1) or (gpus_per_node is not None and gpus_per_node < 1):
+        raise UsageError("--nodes and --gpus-per-node must be at least 1")
+    gpu = base.gpu_groups[0]
+    new = dataclasses.replace(gpu, count=nodes or gpu.count,
+                              gpus_per_node=gpus_per_node or gpu.gpus_per_node)
+    groups = tuple(new if g is gpu else g for g in base.groups if not g.is_gpu or g is gpu)
+    return profiles.Profile(f"{base.name}-{new.count}x{new.gpus_per_node}",
+                            f"{base.description} (resized to {new.count} GPU nodes x "
+                            f"{new.gpus_per_node} GPUs)", groups)
+
+
+# ---- desired state -------------------------------------------------------------------------
+@dataclass
+class NodePlan:
+    name: str
+    labels: dict[str, str]
+    taints: list[dict]
+    resources: dict[str, str]
+    gpu: bool
+
+
+def plan_nodes(state: SimState) -> list[NodePlan]:
+    profile = state.resolve_profile()
+    plans: list[NodePlan] = []
+    first_gpu = True
+    for group in profile.node_groups:
+        for index in range(group.count):
+            name = group.node_name(index)
+            is_gpu = group.is_gpu
+            node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                           "type": "kwok", STANDIN_LABEL: "true"}
+            node_labels.update(gfd.node_labels(group, index) if is_gpu else {})
+            resources = gfd.advertised_resources(group)
+            taints = [t.as_dict() for t in group.taints]
+            if is_gpu:
+                _apply_node_faults(state, node_labels, resources, taints, first_gpu)
+                first_gpu = False
+            plans.append(NodePlan(name, node_labels, taints, resources, is_gpu))
+    return plans
+
+
+_GFD_PREFIXES = ("nvidia.com/gpu.", "nvidia.com/cuda.", "nvidia.com/mig", "nvidia.com/mps.",
+                 "nvidia.com/vgpu.", "nvidia.com/gfd.")
+_OPERATOR_KEYS = (L.GPU_PRESENT, L.DEPLOY_PREFIX, "nvidia.com/gpu.workload.config",
+                  L.MIG_CONFIG)
+
+
+def _is_gfd_label(key: str) -> bool:
+    if any(key.startswith(k) for k in _OPERATOR_KEYS):
+        return False
+    return key.startswith(_GFD_PREFIXES)
+
+
+def _apply_node_faults(state: SimState, node_labels: dict, resources: dict, taints: list,
+                       first_gpu_node: bool) -> None:
+    if state.has("device-plugin-absent"):
+        for key in [k for k in resources if L.is_gpu_resource(k)]:
+            del resources[key]
+    if state.has("gfd-absent"):
+        for key in [k for k in node_labels if _is_gfd_label(k)]:
+            del node_labels[key]
+    if not first_gpu_node:
+        return  # the remaining faults break one node, as they do in real clusters
+    if state.has("driver-version-mismatch"):
+        major, minor, rev = MISMATCHED_DRIVER.split(".")
+        node_labels.update({
+            L.DRIVER_FULL: MISMATCHED_DRIVER, L.DRIVER_MAJOR: major,
+            "nvidia.com/cuda.driver-version.minor": minor,
+            "nvidia.com/cuda.driver-version.revision": rev,
+            "nvidia.com/cuda.driver.major": major, "nvidia.com/cuda.driver.minor": minor,
+            "nvidia.com/cuda.driver.rev": rev,
+        })
+    if state.has("gfd-label-wrong") and L.COUNT in node_labels:
+        node_labels[L.COUNT] = str(max(1, int(node_labels[L.COUNT]) // 2))
+    if state.has("time-slicing-replicas-mislabelled") and L.REPLICAS in node_labels:
+        node_labels[L.REPLICAS] = str(int(node_labels[L.REPLICAS]) * 2)
+    if state.has("wrong-gpu-type-label") and L.PRODUCT in node_labels:
+        node_labels[L.PRODUCT] = other_product(node_labels[L.PRODUCT])
+    if state.has("gpu-node-taint-missing-toleration"):
+        taints.append(dict(FOREIGN_TAINT))
+
+
+def other_product(product: str) -> str:
+    """Another GPU model's product name (of another generation), for wrong-gpu-type-label."""
+    from conformance.sim.gpu_models import GPU_MODELS
+
+    current = GPU_MODELS.get(product.removesuffix(L.SHARED_SUFFIX))
+    for name, model in GPU_MODELS.items():
+        if current is None or model.compute_major != current.compute_major:
+            return name + (L.SHARED_SUFFIX if product.endswith(L.SHARED_SUFFIX) else "")
+    return "NVIDIA-A100-SXM4-40GB"
+
+
+def cluster_policy_spec(state: SimState) -> dict:
+    profile = state.resolve_profile()
+    spec = operands.default_cluster_policy_spec()
+    spec.setdefault("mig", {})["strategy"] = profile.mig_strategy
+    spec.setdefault("driver", {})["version"] = profile.driver_version
+    if profile.sharing_config() is not None:
+        spec.setdefault("devicePlugin", {})["config"] = {
+            "name": DEVICE_PLUGIN_CONFIG_MAP, "default": "default"}
+    return spec
+
+
+def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict) -> dict:
+    labels = {"app": op.app, STANDIN_LABEL: "true", **op.extra_labels}
+    annotations = {}
+    if state.has("operand-crashloop") and op.name == "nvidia-dcgm-exporter":
+        annotations[CRASHLOOP_ANNOTATION] = "true"
+    env = [{"name": k, "value": str(v)} for k, v in operands.operand_env(op, spec).items()]
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": op.name, "namespace": state.operator_namespace,
+                     "labels": {**labels, "app.kubernetes.io/managed-by": "gpu-operator"}},
+        "spec": {
+            "selector": {"matchLabels": {"app": op.app}},
+            "updateStrategy": {"type": op.update_strategy},
+            "template": {
+                "metadata": {"labels": labels, "annotations": annotations},
+                "spec": {
+                    "nodeSelector": dict(op.node_selector),
+                    "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
+                    "priorityClassName": "system-node-critical",
+                    "containers": [{"name": op.container, "image": op.image(spec),
+                                    "env": env}],
+                },
+            },
+        },
+    }
+
+
+# ---- apply ---------------------------------------------------------------------------------
+def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
+              progress: Progress = lambda _m: None, nodes: bool = True) -> None:
+    validate_faults(state.faults)
+    state.resolve_profile()
+    _save_state(cluster, state)
+    _ensure_namespace(cluster, state.operator_namespace)
+    _ensure_crd(cluster, chart, progress)
+    if nodes:
+        progress(f"writing {state.profile} nodes")
+        _apply_nodes(cluster, plan_nodes(state))
+    spec = _ensure_cluster_policy(cluster, state)
+    _ensure_operator(cluster, state)
+    _ensure_sharing_config(cluster, state)
+    _apply_daemonsets(cluster, state, spec)
+    _set_cluster_policy_status(cluster, state)
+
+
+def _save_state(cluster: Cluster, state: SimState) -> None:
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": CONFIG_MAP, "namespace": CONFIG_NAMESPACE,
+                         "labels": {STANDIN_LABEL: "true"}},
+            "data": {"state.json": json.dumps(state.__dict__)}}
+    _create_or_replace(lambda: cluster.core.create_namespaced_config_map(CONFIG_NAMESPACE, body),
+                       lambda: cluster.core.replace_namespaced_config_map(
+                           CONFIG_MAP, CONFIG_NAMESPACE, body))
+
+
+def load_state(cluster: Cluster) -> SimState | None:
+    try:
+        cm = cluster.core.read_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    return SimState(**json.loads(cm.data["state.json"]))
+
+
+def _create_or_replace(create, replace) -> None:
+    try:
+        create()
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        replace()
+
+
+def _ensure_namespace(cluster: Cluster, name: str) -> None:
+    try:
+        cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": name,
+                                                    "labels": {STANDIN_LABEL: "true"}}})
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def _crd_document(chart: str | None) -> dict:
+    """The upstream ClusterPolicy CRD from the chart when given, else the project's own."""
+    if chart:
+        upstream = Path(chart) / "crds" / "nvidia.com_clusterpolicies.yaml"
+        if upstream.is_file():
+            return yaml.safe_load(upstream.read_text())
+    return yaml.safe_load(BUILTIN_CRD.read_text())
+
+
+def _ensure_crd(cluster: Cluster, chart: str | None, progress: Progress) -> None:
+    name = "clusterpolicies.nvidia.com"
+    try:
+        cluster.apiext.read_custom_resource_definition(name)
+        return
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    progress("installing the ClusterPolicy CRD")
+    try:
+        cluster.apiext.create_custom_resource_definition(_crd_document(chart))
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+    def established() -> bool:
+        crd = cluster.apiext.read_custom_resource_definition(name)
+        return any(c.type == "Established" and c.status == "True"
+                   for c in (crd.status.conditions or []))
+
+    wait_for("the ClusterPolicy CRD to be established", established, timeout=CRD_READY_TIMEOUT_S)
+
+
+def _apply_nodes(cluster: Cluster, plans: list[NodePlan]) -> None:
+    existing = {n.metadata.name: n for n in cluster.core.list_node().items}
+    for plan in plans:
+        node = existing.pop(plan.name, None)
+        if node is None:
+            cluster.core.create_node({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": plan.name, "labels": plan.labels,
+                             "annotations": {"kwok.x-k8s.io/node": "fake"}},
+                "spec": {"taints": plan.taints or None},
+                "status": {"capacity": plan.resources, "allocatable": plan.resources},
+            })
+            continue
+        _update_node(cluster, node, plan)
+    for name, node in existing.items():
+        if (node.metadata.labels or {}).get(STANDIN_LABEL) == "true":
+            cluster.core.delete_node(name)
+
+
+def _update_node(cluster: Cluster, node, plan: NodePlan) -> None:
+    current = node.metadata.labels or {}
+    label_patch: dict[str, str | None] = {
+        k: None for k in current
+        if k.startswith("nvidia.com/") and k not in plan.labels
+        and not k.startswith(L.DEPLOY_PREFIX)  # deploy.* also belongs to the controller loop
+    }
+    label_patch.update({k: v for k, v in plan.labels.items() if current.get(k) != v})
+    taints = [t.to_dict() if hasattr(t, "to_dict") else t for t in (node.spec.taints or [])]
+    taints = [{k: v for k, v in t.items() if v is not None and k != "time_added"}
+              for t in taints]
+    patch: dict = {}
+    if label_patch:
+        patch["metadata"] = {"labels": label_patch}
+    if _taint_keys(taints) != _taint_keys(plan.taints):
+        patch["spec"] = {"taints": plan.taints}
+    if patch:
+        cluster.core.patch_node(plan.name, patch)
+    have = node.status.capacity or {}
+    status_patch = {k: v for k, v in plan.resources.items() if have.get(k) != v}
+    status_patch.update({k: None for k in have if L.is_gpu_resource(k)
+                         and k not in plan.resources})
+    if status_patch:
+        cluster.core.patch_node_status(plan.name, {"status": {
+            "capacity": status_patch, "allocatable": status_patch}})
+
+
+def _taint_keys(taints: list[dict]) -> set[tuple]:
+    return {(t.get("key"), t.get("value"), t.get("effect")) for t in taints}
+
+
+def _ensure_cluster_policy(cluster: Cluster, state: SimState) -> dict:
+    body = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+            "metadata": {"name": CLUSTER_POLICY, "labels": {STANDIN_LABEL: "true"}},
+            "spec": cluster_policy_spec(state)}
+    try:
+        cluster.custom.create_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", body)
+        return body["spec"]
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    current = cluster.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
+                                                       CLUSTER_POLICY)
+    return current.get("spec", {})
+
+
+def _set_cluster_policy_status(cluster: Cluster, state: SimState) -> None:
+    not_ready = state.has("clusterpolicy-notready")
+    status = {"state": "notReady" if not_ready else "ready",
+              "namespace": state.operator_namespace,
+              "conditions": [{
+                  "type": "Ready", "status": "False" if not_ready else "True",
+                  "reason": "OperandNotReady" if not_ready else "Reconciled",
+                  "message": ("ClusterPolicy is not ready, states not ready: "
+                              "[state-dcgm-exporter]" if not_ready
+                              else "ClusterPolicy is ready as all resources have been "
+                                   "successfully reconciled"),
+                  "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+              }]}
+    cluster.custom.patch_cluster_custom_object_status(
+        "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY, {"status": status})
+
+
+def _ensure_operator(cluster: Cluster, state: SimState) -> None:
+    labels = {"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator",
+              "app.kubernetes.io/version": OPERATOR_VERSION,
+              "helm.sh/chart": f"gpu-operator-{OPERATOR_VERSION}", STANDIN_LABEL: "true"}
+    body = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "gpu-operator", "namespace": state.operator_namespace,
+                     "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "gpu-operator"}},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "containers": [{"name": "gpu-operator",
+                                "image": f"nvcr.io/nvidia/gpu-operator:{OPERATOR_VERSION}"}],
+                # The operator runs on a CPU node, as it does in real clusters.
+                "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [
+                        {"key": L.GPU_PRESENT, "operator": "DoesNotExist"}]}]}}},
+            }},
+        },
+    }
+    try:
+        cluster.apps.create_namespaced_deployment(state.operator_namespace, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def _ensure_sharing_config(cluster: Cluster, state: SimState) -> None:
+    doc = state.resolve_profile().sharing_config()
+    if doc is None:
+        return
+    body = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": DEVICE_PLUGIN_CONFIG_MAP, "namespace": state.operator_namespace,
+                         "labels": {STANDIN_LABEL: "true"}},
+            "data": {"default": yaml.safe_dump(doc, sort_keys=False)}}
+    ns = state.operator_namespace
+    _create_or_replace(lambda: cluster.core.create_namespaced_config_map(ns, body),
+                       lambda: cluster.core.replace_namespaced_config_map(
+                           DEVICE_PLUGIN_CONFIG_MAP, ns, body))
+
+
+def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict) -> None:
+    ns = state.operator_namespace
+    wanted = {}
+    for op in operands.enabled_operands(spec):
+        if state.has("device-plugin-absent") and op.name == "nvidia-device-plugin-daemonset":
+            continue
+        if state.has("toolkit-absent") and op.name == "nvidia-container-toolkit-daemonset":
+            continue
+        if state.has("gfd-absent") and op.name == "gpu-feature-discovery":
+            continue
+        wanted[op.name] = daemonset_manifest(op, state, spec)
+    existing = {d.metadata.name: d for d in cluster.apps.list_namespaced_daemon_set(
+        ns, label_selector=f"{STANDIN_LABEL}=true").items}
+    for name, body in wanted.items():
+        current = existing.pop(name, None)
+        if current is None:
+            cluster.apps.create_namespaced_daemon_set(ns, body)
+        elif _template_changed(current, body):
+            cluster.apps.replace_namespaced_daemon_set(name, ns, body)
+            _restart_pods(cluster, ns, body)  # OnDelete operands need their pods replaced
+    for name in existing:
+        cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
+
+
+def _template_changed(current, body: dict) -> bool:
+    tpl = current.spec.template
+    want = body["spec"]["template"]
+    have_env = {e.name: e.value for e in (tpl.spec.containers[0].env or [])}
+    want_env = {e["name"]: e["value"] for e in want["spec"]["containers"][0]["env"]}
+    return (have_env != want_env
+            or tpl.spec.containers[0].image != want["spec"]["containers"][0]["image"]
+            or (tpl.metadata.annotations or {}) != want["metadata"]["annotations"]
+            or (tpl.spec.node_selector or {}) != want["spec"]["nodeSelector"])
+
+
+def _restart_pods(cluster: Cluster, ns: str, body: dict) -> None:
+    if body["spec"]["updateStrategy"]["type"] != "OnDelete":
+        return
+    app = body["spec"]["selector"]["matchLabels"]["app"]
+    for pod in cluster.core.list_namespaced_pod(ns, label_selector=f"app={app}").items:
+        cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+
+
+# ---- controller loop -----------------------------------------------------------------------
+def control_once(cluster: Cluster) -> None:
+    """One pass of what the operator and the device plugin do continuously."""
+    state = load_state(cluster)
+    if state is None or state.has("standin-ignores-changes"):
+        return
+    spec = cluster.custom.get_cluster_custom_object(
+        "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY).get("spec", {})
+    _react_to_operands_label(cluster)
+    _apply_daemonsets(cluster, state, spec)
+    _admit_shared_requests(cluster, state)
+
+
+def _react_to_operands_label(cluster: Cluster) -> None:
+    """``nvidia.com/gpu.deploy.operands=false`` switches every operand off on that node."""
+    for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
+        lab = node.metadata.labels or {}
+        off = lab.get(L.DEPLOY_OPERANDS) == "false"
+        want = "false" if off else "true"
+        patch = {f"{L.DEPLOY_PREFIX}{op.deploy_key}": want
+                 for op in operands.OPERANDS if op.per_node_switch
+                 and f"{L.DEPLOY_PREFIX}{op.deploy_key}" in lab
+                 and lab[f"{L.DEPLOY_PREFIX}{op.deploy_key}"] != want}
+        if patch:
+            cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": patch}})
+
+
+def _admit_shared_requests(cluster: Cluster, state: SimState) -> None:
+    """The device plugin refuses >1 shared GPU when failRequestsGreaterThanOne is set."""
+    doc = state.resolve_profile().sharing_config()
+    if not doc:
+        return
+    sharing = doc.get("sharing", {})
+    cfg = sharing.get("timeSlicing") or sharing.get("mps") or {}
+    fail_gt_one = cfg.get("failRequestsGreaterThanOne", "mps" in sharing)
+    if not fail_gt_one:
+        return
+    names = {r["name"] + (".shared" if cfg.get("renameByDefault") else "")
+             for r in cfg.get("resources", [])}
+    pods = cluster.core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items
+    for pod in pods:
+        if not pod.spec.node_name:
+            continue
+        for c in pod.spec.containers:
+            limits = (c.resources.limits or {}) if c.resources else {}
+            if any(int(limits.get(n, 0)) > 1 for n in names):
+                msg = ("Allocate failed due to rpc error: code = Unknown desc = request for "
+                       f"'{next(iter(names))}: {max(int(limits.get(n, 0)) for n in names)}' too "
+                       "large: maximum request size for shared resources is 1")
+                cluster.core.patch_namespaced_pod_status(pod.metadata.name,
+                                                         pod.metadata.namespace, {"status": {
+                    "phase": "Failed", "reason": "UnexpectedAdmissionError", "message": msg}})
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m conformance.sim.standin",
+                                     description="GPU Operator stand-in controller loop")
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--interval", type=float, default=LOOP_INTERVAL_S)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    cluster = connect(args.kubeconfig)
+    log.info("stand-in controller loop started against %s", cluster.server)
+    while True:
+        try:
+            control_once(cluster)
+        except ApiException as exc:
+            log.warning("reconcile failed: %s %s", exc.status, exc.reason)
+        except Exception as exc:
+            log.warning("reconcile failed: %s", exc)
+        time.sleep(args.interval)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

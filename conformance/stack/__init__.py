@@ -1,0 +1,1 @@
+"""Stack suite: every layer of the NVIDIA GPU stack is present and healthy."""

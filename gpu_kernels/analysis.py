@@ -1,0 +1,238 @@
+"""From what the copies logged to the figures and findings of the sharing experiments. Pure.
+
+Inputs are the workers' "result" messages (completion ``times``, ``latencies_ms``,
+``work_per_launch``, ``scale``, ``unit``, ``correctness``, ``error``) and the host-clock
+windows the parent set, so every function here runs on fabricated numbers in tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gpu_kernels import stats
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """When a shared run passes: sharing overhead, fairness; CV only flags instability."""
+
+    max_overhead: float = 0.15
+    min_jain: float = 0.90
+    max_cv: float = 0.05
+
+    def as_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def rate(result: Mapping[str, Any], start: float, end: float) -> float:
+    """A copy's rate (in its unit) over [start, end]; 0 when it completed nothing."""
+    value = stats.window_rate(result.get("times") or [], start, end, result["work_per_launch"])
+    return 0.0 if value is None else value / result["scale"]
+
+
+def copy_figures(result: Mapping[str, Any], start: float, end: float,
+                 trials: int) -> dict[str, Any]:
+    """One copy over the measured window: rate, per-trial rates, CV, latencies, check."""
+    times = result.get("times") or []
+    trial_rates = [rate(result, a, b) for a, b in stats.split_windows(start, end, trials)]
+    inside = [lat for t, lat in zip(times, result.get("latencies_ms") or [], strict=False)
+              if start <= t <= end]
+    lat = stats.latency_summary(inside)
+    return {
+        "kernel": result.get("kind"),
+        "pid": result.get("pid"),
+        "rate": rate(result, start, end),
+        "unit": result.get("unit"),
+        "trials": trial_rates,
+        "cv": stats.cv(trial_rates),
+        "launches": lat["n"],
+        "latency_p50_ms": lat["p50"],
+        "latency_p99_ms": lat["p99"],
+        "latency_max_ms": lat["max"],
+        "correct": bool((result.get("correctness") or {}).get("ok")),
+        "error": result.get("error"),
+    }
+
+
+def judge(copies: int, aggregate: float | None, jain: float | None,
+          per_copy: Sequence[Mapping[str, Any]], limits: Thresholds) -> tuple[str, list[str]]:
+    """pass/fail of one shared run (N=1 is the baseline: only its check can fail it)."""
+    reasons = [f"copy {i}: {c['error'] or 'result check failed'}"
+               for i, c in enumerate(per_copy) if c.get("error") or not c.get("correct")]
+    if copies > 1:
+        lost = stats.overhead(aggregate)
+        if lost is None or lost > limits.max_overhead:
+            reasons.append(f"sharing overhead {_pct(lost)} > {_pct(limits.max_overhead)}")
+        if jain is None or jain < limits.min_jain:
+            reasons.append(f"Jain index {_num(jain)} < {limits.min_jain}")
+    if reasons:
+        return "fail", reasons
+    return ("baseline" if copies == 1 else "pass"), []
+
+
+def point(*, experiment: str, kernel: str, mode: str, per_copy: list[dict[str, Any]],
+          solo_rates: Sequence[float], limits: Thresholds) -> dict[str, Any]:
+    """One interference point: N copies' figures against their solo rates."""
+    n = len(per_copy)
+    rates = [c["rate"] for c in per_copy]
+    slowdowns = [stats.slowdown(s, r) for s, r in zip(solo_rates, rates, strict=True)]
+    progress = [stats.normalized_progress(s, r, n) for s, r in zip(solo_rates, rates,
+                                                                     strict=True)]
+    for c, sd, x in zip(per_copy, slowdowns, progress, strict=True):
+        c["slowdown"], c["progress"] = sd, x
+    aggregate = stats.aggregate_vs_solo(solo_rates, rates)
+    jain = stats.jain([x or 0.0 for x in progress])
+    verdict, reasons = judge(n, aggregate, jain, per_copy, limits)
+    cvs = [c["cv"] for c in per_copy if c["cv"] is not None]
+    units = {c["unit"] for c in per_copy}
+    return {
+        "experiment": experiment,
+        "kernel": kernel,
+        "mode": mode,
+        "unit": units.pop() if len(units) == 1 else "mixed",
+        "copies": n,
+        "per_copy": per_copy,
+        "solo_rates": list(solo_rates),
+        "slowdown": slowdowns,
+        "normalized_progress": progress,
+        "aggregate_vs_solo": aggregate,
+        "overhead": stats.overhead(aggregate),
+        "jain": jain,
+        "latency_p50_ms": [c["latency_p50_ms"] for c in per_copy],
+        "latency_p99_ms": [c["latency_p99_ms"] for c in per_copy],
+        "cv_max": max(cvs) if cvs else None,
+        "stable": bool(cvs) and max(cvs) <= limits.max_cv,
+        "verdict": verdict,
+        "reasons": reasons,
+        "thresholds": limits.as_dict(),
+    }
+
+
+def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, Any] | None,
+                   big: Mapping[str, Any] | None, small: Mapping[str, Any] | None,
+                   after_release: Mapping[str, Any] | None,
+                   probe_error: str | None = None) -> dict[str, Any]:
+    """What one copy holding most memory did to another copy's allocations."""
+    details: dict[str, Any] = {
+        "sharing": mode,
+        "holder_requested_gib": _gib(hog.get("requested_bytes")),
+        "holder_held_gib": _gib(hog.get("held_bytes")),
+        "holder_fraction_of_free": hog.get("fraction"),
+        "total_gib": _gib(hog.get("total_bytes")),
+        "holder_error": hog.get("error"),
+        "other_saw_free_gib": _gib((big or {}).get("free_seen_bytes")),
+        "other_requested_gib": _gib((big or {}).get("requested_bytes")),
+        "other_allocation": _outcome(big),
+        "other_1gib_allocation": _outcome(small),
+        "other_allocation_after_holder_exit": _outcome(after_release),
+        "other_start_error": probe_error,
+    }
+    who = f"Under {mode}"
+    if not hog.get("succeeded"):
+        finding = (f"{who}, one copy could not take {_pct(hog.get('fraction'))} of free memory "
+                   f"(got {details['holder_held_gib']} GiB: {hog.get('error')}): a per-copy "
+                   "memory limit is in effect")
+        isolated: bool | None = True
+    elif probe_ready is None:
+        finding = (f"{who}, while one copy held {details['holder_held_gib']} GiB another copy "
+                   f"could not even start: {probe_error}. No memory isolation.")
+        isolated = False
+    elif big is not None and not big.get("succeeded"):
+        finding = (f"{who}, while one copy held {details['holder_held_gib']} GiB of "
+                   f"{details['total_gib']} GiB, another copy's request for "
+                   f"{details['other_requested_gib']} GiB failed ({_short(big.get('error'))}); "
+                   f"it saw {details['other_saw_free_gib']} GiB free, a 1 GiB request "
+                   f"{_outcome(small)}, and after the holder exited the same request "
+                   f"{_outcome(after_release)}. No memory isolation: memory goes to whoever "
+                   "allocates first.")
+        isolated = False
+    else:
+        finding = (f"{who}, another copy still got {details['other_requested_gib']} GiB while "
+                   f"one copy held {details['holder_held_gib']} GiB: memory was not exhausted "
+                   "or is partitioned")
+        isolated = True
+    return {"experiment": "isolation", "mode": "memory", "requirement": "SHARE-ISO-001",
+            "sharing": mode, "finding": finding, "isolated": isolated, "details": details}
+
+
+def fault_phases(t0: float, t_fault: float, t_faulter_exit: float, t_end: float,
+                 settle: float = 0.5) -> dict[str, tuple[float, float]]:
+    """before: until the fault; during: the fault until ``settle`` after the faulter exited."""
+    during_end = min(t_faulter_exit + settle, t_end)
+    return {"before": (t0, t_fault), "during": (t_fault, during_end),
+            "after": (during_end, t_end)}
+
+
+def fault_finding(mode: str, victim: Mapping[str, Any] | None, victim_error: str | None,
+                  faulter: Mapping[str, Any] | None,
+                  phases: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    """Did the copy that did not fault keep running, at what speed, with right results?"""
+    rates = {name: (rate(victim, *window) if victim else 0.0) for name, window in
+             phases.items()}
+    before = rates["before"]
+    err = victim_error or (victim or {}).get("error")
+    correct = bool(((victim or {}).get("correctness") or {}).get("ok"))
+    survived = err is None and victim is not None and rates["after"] > 0
+    details = {
+        "sharing": mode,
+        "faulter_error": _short((faulter or {}).get("error")) or "no error raised",
+        "faulter_illegal_address": (faulter or {}).get("illegal_address"),
+        "other_survived": survived,
+        "other_error": _short(err),
+        "other_rate_before": before,
+        "other_rate_during": rates["during"],
+        "other_rate_after": rates["after"],
+        "unit": (victim or {}).get("unit"),
+        "during_vs_before": _ratio(rates["during"], before),
+        "after_vs_before": _ratio(rates["after"], before),
+        "other_results_correct": correct if err is None else None,
+    }
+    unit = details["unit"] or ""
+    who = f"Under {mode}"
+    if survived:
+        speed = details["after_vs_before"]
+        finding = (f"{who}, one copy's illegal address ({details['faulter_error']}) did not stop "
+                   f"the other: it ran at {before:.3g} {unit} before, {rates['during']:.3g} "
+                   f"during and {rates['after']:.3g} after (after/before {_num(speed)}), and its "
+                   f"results checked {'correct' if correct else 'WRONG'}.")
+        isolated: bool | None = correct and speed is not None and speed >= 0.9
+    else:
+        finding = (f"{who}, one copy's illegal address ({details['faulter_error']}) also ended "
+                   f"the other copy: {details['other_error'] or 'it stopped making progress'}. "
+                   "No fault isolation.")
+        isolated = False
+    return {"experiment": "isolation", "mode": "fault", "requirement": "SHARE-ISO-002",
+            "sharing": mode, "finding": finding, "isolated": isolated, "details": details}
+
+
+def _outcome(attempt: Mapping[str, Any] | None) -> str:
+    if attempt is None:
+        return "not tried"
+    return "succeeded" if attempt.get("succeeded") else f"failed ({_short(attempt.get('error'))})"
+
+
+def _short(text: Any, limit: int = 120) -> str | None:
+    if text is None:
+        return None
+    text = str(text).splitlines()[0] if str(text) else ""
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _gib(nbytes: Any) -> float | None:
+    return None if nbytes is None else round(nbytes / GIB, 2)
+
+
+def _ratio(a: float, b: float) -> float | None:
+    return a / b if b > 0 else None
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f} %"
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3f}"

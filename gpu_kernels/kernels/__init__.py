@@ -1,0 +1,28 @@
+"""The stress workloads by kind. Modules hold no CuPy state until a workload is built."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpu_kernels.kernels import fp32, gemm, membw
+from gpu_kernels.kernels.base import Param, Workload
+
+MODULES = {"membw": membw, "fp32": fp32, "gemm": gemm}
+CLASSES = {"membw": membw.Membw, "fp32": fp32.Fp32, "gemm": gemm.Gemm}
+STRESS_KINDS = tuple(MODULES)
+
+
+def params(kind: str) -> tuple[Param, ...]:
+    return MODULES[kind].PARAMS
+
+
+def defaults(kind: str) -> dict[str, Any]:
+    return {p.name: p.default for p in params(kind)}
+
+
+def build(kind: str, cp: Any, options: dict[str, Any] | None = None) -> Workload:
+    """A workload of ``kind`` with its defaults overridden by ``options``."""
+    return CLASSES[kind](cp, **{**defaults(kind), **(options or {})})
+
+
+__all__ = ["STRESS_KINDS", "Param", "Workload", "build", "defaults", "params"]
