@@ -162,6 +162,24 @@ def cmd_certify(args) -> int:
     return 0 if result.certified else 1
 
 
+def cmd_rbac(args) -> int:
+    from conformance import rbac
+    from conformance.cluster.client import check_reachable, connect
+
+    if args.action == "show":
+        print(rbac.MANIFEST.read_text())
+        return 0
+    cluster = connect(args.kubeconfig, args.context)
+    check_reachable(cluster)
+    if args.action == "apply":
+        for item in rbac.apply(cluster):
+            _say(f"applied {item}")
+        return 0
+    path = rbac.service_account_kubeconfig(cluster, Path(args.output))
+    _say(f"wrote {path}: run `gpuconf run --kubeconfig {path}` as gpuconf-system/gpuconf")
+    return 0
+
+
 def cmd_cleanup(args) -> int:
     from conformance.cluster import namespaces
     from conformance.cluster.client import check_reachable, connect
@@ -213,6 +231,14 @@ def cmd_run(args) -> int:
             raise UsageError(str(exc)) from None
     options = Options(target=args.target, kubeconfig=args.kubeconfig, context=args.context)
     target = args.target or auto_target(options)
+    if target == "existing":
+        from conformance.cluster.client import check_reachable, connect
+
+        check_reachable(connect(args.kubeconfig, args.context))
+    elif target == "kind":
+        from conformance.env import kind_precheck
+
+        kind_precheck()
     if (args.fault or args.profile) and target != "sim":
         raise UsageError("--profile and --fault apply to the sim only (--target sim)")
     run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
@@ -278,8 +304,12 @@ def _run_pytest(args, target: str, kubeconfig: str | None, results: Path, run_id
     except KeyboardInterrupt:
         _say("interrupted: letting the suite delete what it created and write its results")
         proc.send_signal(signal.SIGINT)
-        code = proc.wait()
-        code = 130
+        try:
+            proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        _print_summary(results)
+        raise
     _print_summary(results)
     if code == 5:
         raise UsageError("no checks were selected (check --requirement/--suite)")
@@ -392,6 +422,13 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--results", default="results-certify", metavar="DIR")
     cert.set_defaults(func=cmd_certify)
 
+    rb = sub.add_parser("rbac", help="least-privilege RBAC for runs (show, apply, kubeconfig)")
+    rb.add_argument("action", choices=("show", "apply", "kubeconfig"))
+    rb.add_argument("--kubeconfig", metavar="PATH")
+    rb.add_argument("--context", metavar="NAME")
+    rb.add_argument("-o", "--output", default="gpuconf-sa.kubeconfig", metavar="FILE")
+    rb.set_defaults(func=cmd_rbac)
+
     clean = sub.add_parser("cleanup", help="remove objects left by earlier runs")
     clean.add_argument("--kubeconfig", metavar="PATH")
     clean.add_argument("--context", metavar="NAME")
@@ -400,8 +437,14 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # SIGTERM (a CI job cancelled) ends a run like Ctrl-C: cleanup runs, results are kept.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)
     except UsageError as exc:
@@ -415,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{exc.log_tail}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("gpuconf: interrupted", file=sys.stderr)
+        print("gpuconf: interrupted; what was created is removed and the results so far kept",
+              file=sys.stderr)
         return 130
 
 

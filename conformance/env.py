@@ -108,11 +108,7 @@ def create_kind(options: Options):
     kind needs a Docker (or Podman) engine with the NVIDIA container toolkit for GPUs; without
     one this stops with a usage error before anything is created.
     """
-    docker = shutil.which("docker") or shutil.which("podman")
-    if docker is None or subprocess.run([docker, "info"], capture_output=True,
-                                        timeout=20).returncode != 0:
-        raise UsageError("--target kind needs a running Docker engine (kind runs nodes as "
-                         "containers): start Docker, or use --target sim / --target existing")
+    kind_precheck()
     config_file = KIND_CONFIG_DIR / options.kind_config
     if not config_file.is_file():
         raise UsageError(f"kind config {config_file} not found (see kind-config/)")
@@ -121,6 +117,17 @@ def create_kind(options: Options):
     kind = KindCluster(options.sim_name, kind_path=Path(shutil.which("kind") or "kind"))
     kind.create(config_file=config_file)
     return kind, str(kind.kubeconfig_path)
+
+
+def kind_precheck() -> None:
+    """kind runs nodes as containers: without an engine, stop before creating anything."""
+    docker = shutil.which("docker") or shutil.which("podman")
+    if docker is None or subprocess.run([docker, "info"], capture_output=True,
+                                        timeout=20).returncode != 0:
+        raise UsageError("--target kind needs a running Docker engine (kind runs nodes as "
+                         "containers): start Docker, or use --target sim / --target existing")
+    if shutil.which("kind") is None:
+        raise UsageError("--target kind needs the kind binary on PATH (https://kind.sigs.k8s.io)")
 
 
 def teardown(env: Env) -> None:

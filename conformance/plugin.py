@@ -44,7 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--target", choices=TARGETS, default=None,
                     help="existing: the kubeconfig's cluster; kind: create one with pytest-kind "
                          "from kind-config/; sim: the local simulated cluster; local: this host's "
-                         "GPUs without Kubernetes. Default: existing if a context answers, else sim")
+                         "GPUs without Kubernetes. Default: existing if a context answers, "
+                         "else sim")
     group.addoption("--operator-namespace", default="gpu-operator", metavar="NS",
                     help="namespace of the GPU Operator (default: gpu-operator)")
     group.addoption("--operator-chart", metavar="PATH",

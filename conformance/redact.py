@@ -45,7 +45,7 @@ def redact_object(obj):
         if obj.get("kind") == "Secret":
             obj = dict(obj)
             for key in ("data", "stringData"):
-                if key in obj and obj[key]:
+                if obj.get(key):
                     obj[key] = {k: REDACTED for k in obj[key]}
         return {k: redact_object(v) for k, v in obj.items()}
     if isinstance(obj, list):

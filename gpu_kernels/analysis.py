@@ -53,6 +53,7 @@ def copy_figures(result: Mapping[str, Any], start: float, end: float,
         "latency_p50_ms": lat["p50"],
         "latency_p99_ms": lat["p99"],
         "latency_max_ms": lat["max"],
+        "work_per_launch": result.get("work_per_launch"),
         "correct": bool((result.get("correctness") or {}).get("ok")),
         "error": result.get("error"),
     }
@@ -87,6 +88,10 @@ def point(*, experiment: str, kernel: str, mode: str, per_copy: list[dict[str, A
     aggregate = stats.aggregate_vs_solo(solo_rates, rates)
     jain = stats.jain([x or 0.0 for x in progress])
     verdict, reasons = judge(n, aggregate, jain, per_copy, limits)
+    sizes = {(c.get("kernel"), c.get("work_per_launch")) for c in per_copy}
+    if len(sizes) > len({c.get("kernel") for c in per_copy}):
+        verdict = "fail"
+        reasons.append("copies of one kernel did different work per launch: not comparable")
     cvs = [c["cv"] for c in per_copy if c["cv"] is not None]
     units = {c["unit"] for c in per_copy}
     return {

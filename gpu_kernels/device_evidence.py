@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpu_kernels.kernels import fp32, membw
+
 PY = [sys.executable, "-m", "gpu_kernels"]
+# Used where the sweep is skipped or found nothing for a kind.
+DEFAULT_CHOICE: dict[str, dict[str, Any]] = {
+    "membw": {"variant": membw.DEFAULT_VARIANT}, "fp32": {"variant": fp32.DEFAULT_VARIANT},
+    "gemm-fp16": {"backend": "auto", "size": 8192}, "gemm-bf16": {"backend": "auto", "size": 8192},
+}
 
 
 @dataclass
@@ -85,6 +92,11 @@ def kernel_steps(best: dict[str, Any], seconds: float) -> list[Step]:
         steps.append(Step("kernels", f"gemm-{dtype}", [
             *PY, "gemm", "--dtype", dtype, "--backend", g["backend"], "--size", str(g["size"]),
             *timing], 15, 120))
+        # From idle: how fast before and after the board reaches its power limit
+        options = json.dumps({"dtype": dtype, "backend": g["backend"], "size": g["size"]})
+        steps.append(Step("kernels", f"timeline-gemm-{dtype}", [
+            sys.executable, "-m", "gpu_kernels.timeline", "gemm", "--seconds", "4",
+            "--idle", "5", "--options", options], 15, 90))
     return steps
 
 
@@ -139,6 +151,9 @@ def summary(steps: Sequence[Step]) -> str:
             text = f"isolated={r.get('isolated')}: {r.get('finding', '')[:150]}"
         elif r.get("kind") == "inventory":
             text = " ".join(f"{v['id'][-3:]}:{v['verdict']}" for v in r["verdicts"])
+        elif r.get("kind") == "timeline":
+            text = (f"{r['metric']}: first 100 ms {_fmt(r['first_100ms'], 4)}, first 500 ms "
+                    f"{_fmt(r['first_500ms'], 4)}, last 1 s {_fmt(r['last_1s'], 4)} {r['unit']}")
         elif r.get("kind") == "tune":
             text = json.dumps(r.get("best"))
         else:
@@ -155,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--sharing-seconds", type=float, default=3.0)
     parser.add_argument("--prefix", default="h200")
     parser.add_argument("--no-mps", action="store_true")
+    parser.add_argument("--skip-tune", action="store_true", help="use the default variants")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -162,16 +178,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps: list[Step] = []
     with open(out / "run-log.txt", "w") as log:
         shell(log, "nvidia-smi", "nvidia-smi; nvidia-smi -q -d CLOCK,PERFORMANCE | head -60")
-        first = [Step("inventory", "inventory", [*PY, "inventory", "--json"], 5, 60),
-                 Step("tune", "tune", [sys.executable, "-m", "gpu_kernels.tune"], 70, 240)]
+        first = [Step("inventory", "inventory", [*PY, "inventory", "--json"], 5, 60)]
+        if not args.skip_tune:
+            first.append(Step("tune", "tune", [sys.executable, "-m", "gpu_kernels.tune"], 70,
+                              240))
         for step in first:
             execute(step, log)
             steps.append(step)
-        tuned = (first[1].result or {}).get("best") or {}
-        defaults = {"membw": {"variant": "flat-u4s"}, "fp32": {"variant": "c16u16"},
-                    "gemm-fp16": {"backend": "matmul", "size": 8192},
-                    "gemm-bf16": {"backend": "auto", "size": 8192}}
-        best = {k: tuned.get(k) or v for k, v in defaults.items()}
+        tuned: dict[str, Any] = {}
+        if not args.skip_tune:
+            tuned = (first[-1].result or {}).get("best") or {}
+        best = {k: tuned.get(k) or v for k, v in DEFAULT_CHOICE.items()}
         plan = kernel_steps(best, args.kernel_seconds) + sharing_steps(
             best, False, args.sharing_seconds)
         if not args.no_mps:

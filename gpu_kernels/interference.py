@@ -14,7 +14,7 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from gpu_kernels import analysis, mps, nvml, stats
+from gpu_kernels import analysis, kernels, mps, nvml, stats
 from gpu_kernels.analysis import Thresholds
 from gpu_kernels.procs import Worker, WorkerError, close_all
 from gpu_kernels.result import EXIT_FAILED, EXIT_OK, header
@@ -74,7 +74,8 @@ def _failed_point(experiment: str, kernel: str, mode: str, copies: int,
 def homogeneous(kind: str, counts: Sequence[int], options: Mapping[str, Any], window: Window,
                 limits: Thresholds, device: int, mode: str,
                 env: Mapping[str, str] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Solo first (it normalises every other point), then each N in ``counts``."""
+    """Solo first (it normalises every other point, and its sizing is pinned for the
+    shared runs), then each N in ``counts``."""
     spec = stress_spec(kind, options, device)
     points: list[dict[str, Any]] = []
     seen: dict[str, Any] = {}
@@ -89,6 +90,8 @@ def homogeneous(kind: str, counts: Sequence[int], options: Mapping[str, Any], wi
             continue
         if n == 1:
             solo, seen = per_copy[0]["rate"], seen_n
+            spec = stress_spec(kind, kernels.pinned(kind, dict(options), seen_n["configs"][0]),
+                               device)
         pt = analysis.point(experiment="interference", kernel=kind, mode=mode,
                             per_copy=per_copy, solo_rates=[solo] * n, limits=limits)
         pt["nvml"] = seen_n["nvml"]
@@ -102,8 +105,10 @@ def mixed(kinds: Sequence[str], options: Mapping[str, Mapping[str, Any]], window
     """Each kernel alone, then one copy of each together."""
     specs = [stress_spec(k, options.get(k), device) for k in kinds]
     points, solos, seen = [], [], {}
-    for spec in specs:
+    for i, spec in enumerate(specs):
         per_copy, seen = measure([spec], window, env)
+        specs[i] = stress_spec(spec["kind"], kernels.pinned(spec["kind"], spec["options"],
+                                                            seen["configs"][0]), device)
         solos.append(per_copy[0]["rate"])
         points.append(analysis.point(experiment="interference-mix", kernel=spec["kind"],
                                      mode=mode, per_copy=per_copy, solo_rates=solos[-1:],

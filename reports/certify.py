@@ -24,6 +24,7 @@ CERTIFIED, NOT_CERTIFIED = "CERTIFIED", "NOT CERTIFIED"
 REGRESSION, FIX, CHANGE = "regression", "fix", "change"
 IMPROVEMENT, ADDED, REMOVED = "improvement", "added", "removed"
 _UNVERIFIED = ("skip", "not-run")
+ARROW = "\u2192"
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,7 @@ class CertificationResult:
     @property
     def regressions(self) -> list[str]:
         """One line per regression, requirements first."""
-        lines = [f"{c.id}: {_verdict(c.baseline)} -> {_verdict(c.candidate)} ({c.note})"
+        lines = [f"{c.id}: {_verdict(c.baseline)} {ARROW} {_verdict(c.candidate)} ({c.note})"
                  for c in self.requirement_changes if c.kind == REGRESSION]
         lines += [f"{c.name}: {_figure_delta(c)}" for c in self.figure_changes
                   if c.kind == REGRESSION]
@@ -149,7 +150,7 @@ def _verdict(verdict: str | None) -> str:
 
 
 def _figure_delta(change: FigureChange) -> str:
-    return (f"{fmt.number(change.baseline, change.unit)} -> "
+    return (f"{fmt.number(change.baseline, change.unit)} {ARROW} "
             f"{fmt.number(change.candidate, change.unit)} "
             f"({fmt.percent(change.relative, signed=True)})")
 
@@ -172,7 +173,7 @@ def classify(baseline: str | None, candidate: str | None) -> tuple[str, str]:
         return CHANGE, "removed"
     if candidate == "pass":
         return CHANGE, "newly verified"
-    return CHANGE, f"{baseline} -> {candidate}"
+    return CHANGE, f"{baseline} {ARROW} {candidate}"
 
 
 def requirement_changes(baseline: Mapping[str, Any],

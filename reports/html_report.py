@@ -72,8 +72,8 @@ def kv_table(pairs: Iterable[tuple[str, str]]) -> str:
 
 
 def heading(level: int, number: str, text: str, anchor: str) -> str:
-    return (f'<h{level} id="{esc(anchor)}"><span class="num">{esc(number)}</span>'
-            f"{esc(text)}</h{level}>")
+    num = f'<span class="num">{esc(number)}</span>' if number else ""
+    return f'<h{level} id="{esc(anchor)}">{num}{esc(text)}</h{level}>'
 
 
 # --- header and summary -------------------------------------------------------------------

@@ -38,10 +38,12 @@ _SHAPES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...
 )
 
 # `token: x`, `"password": "x"`, `--token=x`: keep the key, drop the value.
+# Key parts are bounded and start at a word boundary, so a long run of word characters costs
+# linear time rather than quadratic backtracking.
 _KEY_VALUE = re.compile(
-    r"(?i)(?P<key>[\w.-]*(?:token|passw(?:or)?d|api[-_]?key|client-key-data|"
-    r"client-certificate-data)[\w.-]*[\"']?\s*[:=]\s*)"
-    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s,;}\]]+)"
+    r"(?i)(?P<key>(?<![\w.-])[\w.-]{0,40}?(?:token|passw(?:or)?d|api[-_]?key|client-key-data|"
+    r"client-certificate-data)[\w.-]{0,40}[\"']?[ \t]*[:=][ \t]*)"
+    r"(?P<value>\[REDACTED\]|\"[^\"\n]*\"|'[^'\n]*'|[^\s,;}\]]+)"
 )
 
 

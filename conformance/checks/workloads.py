@@ -43,6 +43,18 @@ class WorkloadResult:
 def run(cluster: Cluster, namespace: str, spec: PodSpec, run_id: str, *,
         timeout: float = RUN_TIMEOUT_S) -> WorkloadResult:
     name = pods.create(cluster, namespace, spec, run_id)
+    return wait(cluster, namespace, name, timeout=timeout)
+
+
+def run_manifest(cluster: Cluster, namespace: str, body: dict, *,
+                 timeout: float = RUN_TIMEOUT_S) -> WorkloadResult:
+    cluster.core.create_namespaced_pod(namespace, body)
+    return wait(cluster, namespace, body["metadata"]["name"], timeout=timeout)
+
+
+def wait(cluster: Cluster, namespace: str, name: str, *,
+         timeout: float = RUN_TIMEOUT_S) -> WorkloadResult:
+    """Until the pod ends, is stuck starting, or the timeout: never a hang."""
     deadline = time.monotonic() + timeout
     start_deadline = time.monotonic() + START_TIMEOUT_S
     while True:

@@ -20,6 +20,9 @@ MANAGER = "gpu-conformance"
 RUN_LABEL = "gpuconf.io/run-id"
 NAMESPACE_PREFIX = "gpuconf-"
 NAMESPACE_DELETE_TIMEOUT_S = 60.0  # namespace GC on a busy 2-core sim takes seconds, not minutes
+# Pods are refused until the controller manager has made the namespace's default
+# ServiceAccount (the e2e framework waits for it too); that takes milliseconds to seconds.
+SERVICE_ACCOUNT_TIMEOUT_S = 30.0
 
 
 def run_labels(run_id: str) -> dict[str, str]:
@@ -44,7 +47,22 @@ def create_namespace(cluster: Cluster, test_name: str, run_id: str) -> str:
     }
     cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                    "metadata": {"name": name, "labels": labels}})
+    wait_for_default_service_account(cluster, name)
     return name
+
+
+def wait_for_default_service_account(cluster: Cluster, namespace: str) -> None:
+    def exists() -> bool:
+        try:
+            cluster.core.read_namespaced_service_account("default", namespace)
+        except ApiException as exc:
+            if exc.status == 404:
+                return False
+            raise
+        return True
+
+    wait_for(f"the default ServiceAccount of namespace {namespace}", exists,
+             timeout=SERVICE_ACCOUNT_TIMEOUT_S, interval=0.1)
 
 
 def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False) -> None:

@@ -34,7 +34,7 @@ def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, requ
 def test_multi_gpu_request_lands_on_one_node(cluster, namespace, gpu_env, require_gpu_nodes):
     choice = scheduling.pick_node(cluster, require_gpu_nodes)
     assert choice is not None, "no schedulable GPU node has free GPUs"
-    node, resource, free = choice
+    _node, resource, free = choice
     fits = pods.create(cluster, namespace, PodSpec("multi", gpus=free, resource=resource),
                        gpu_env.run_id)
     landed = pods.wait_scheduled(cluster, namespace, fits)

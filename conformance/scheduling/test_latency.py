@@ -22,7 +22,7 @@ SAMPLES = 10
 def test_gpu_pod_scheduling_latency(request, cluster, namespace, gpu_env, require_gpu_nodes):
     choice = scheduling.pick_node(cluster, require_gpu_nodes)
     assert choice is not None, "no schedulable GPU node has a free GPU to measure with"
-    node, resource, free = choice
+    _node, resource, free = choice
     samples = []
     for _ in range(min(SAMPLES, free)):
         t0 = time.monotonic()

@@ -38,7 +38,7 @@ def test_tainted_gpu_nodes_take_only_tolerating_pods(cluster, namespace, gpu_env
             bad = scheduling.untolerated_taints(node)
             problems.append(
                 f"{node.name}: a GPU pod tolerating nvidia.com/gpu cannot schedule"
-                + (f"; taint(s) it does not tolerate: "
+                + ("; taint(s) it does not tolerate: "
                    + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in bad)
                    if bad else f": {pods.failed_scheduling_message(cluster, namespace, gpu_pod)}"))
         plain = pods.create(cluster, namespace, PodSpec("intolerant", gpus=None,

@@ -33,6 +33,9 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
         state.profile = profile
         state.save()
         cluster = connect(str(state.kubeconfig))
+        from conformance.cluster.namespaces import wait_for_default_service_account
+
+        wait_for_default_service_account(cluster, "default")
         standin.reconcile(cluster, sim_state, chart=chart, progress=progress)
         _start_standin(state, progress)
         progress(f"sim {name!r} up in {time.monotonic() - t0:.1f}s: profile {profile}"

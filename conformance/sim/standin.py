@@ -348,6 +348,8 @@ def _taint_keys(taints: list[dict]) -> set[tuple]:
 
 
 def _ensure_cluster_policy(cluster: Cluster, state: SimState) -> dict:
+    """Write the profile's ClusterPolicy spec (``sim up``/``sim set`` reset it to the profile;
+    between resets the controller loop follows whatever the spec says)."""
     body = {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
             "metadata": {"name": CLUSTER_POLICY, "labels": {STANDIN_LABEL: "true"}},
             "spec": cluster_policy_spec(state)}
@@ -359,7 +361,11 @@ def _ensure_cluster_policy(cluster: Cluster, state: SimState) -> dict:
             raise
     current = cluster.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
                                                        CLUSTER_POLICY)
-    return current.get("spec", {})
+    if current.get("spec") != body["spec"]:
+        current["spec"] = body["spec"]
+        cluster.custom.replace_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
+                                                     CLUSTER_POLICY, current)
+    return body["spec"]
 
 
 def _set_cluster_policy_status(cluster: Cluster, state: SimState) -> None:

@@ -20,9 +20,15 @@ def defaults(kind: str) -> dict[str, Any]:
     return {p.name: p.default for p in params(kind)}
 
 
+def pinned(kind: str, options: dict[str, Any], config: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the sizes a built workload resolved (its ``config``) fixed."""
+    keys = MODULES[kind].PINNED
+    return {**options, **{opt: config[key] for opt, key in keys.items() if key in config}}
+
+
 def build(kind: str, cp: Any, options: dict[str, Any] | None = None) -> Workload:
     """A workload of ``kind`` with its defaults overridden by ``options``."""
     return CLASSES[kind](cp, **{**defaults(kind), **(options or {})})
 
 
-__all__ = ["STRESS_KINDS", "Param", "Workload", "build", "defaults", "params"]
+__all__ = ["STRESS_KINDS", "Param", "Workload", "build", "defaults", "params", "pinned"]

@@ -57,7 +57,11 @@ SAMPLE_THREADS = 256
 PARAMS = (
     Param("launch_ms", float, 4.0, "target duration of one launch (sets the steps per chain)"),
     Param("variant", str, DEFAULT_VARIANT, "kernel variant", tuple(VARIANTS)),
+    Param("outer", int, 0, "loop passes per launch; 0 calibrates them to --launch-ms"),
 )
+# Sharing experiments give every copy the solo run's sizing: a copy that calibrated while
+# others ran would time a slow probe, size smaller launches and do less work per launch.
+PINNED = {"outer": "outer_loops"}
 
 
 def reference(a: Any, b: Any, x0: Any, steps: int) -> Any:
@@ -106,7 +110,7 @@ class Fp32(Workload):
     work_unit = "flop"
 
     def __init__(self, cp: Any, launch_ms: float = 4.0, variant: str = DEFAULT_VARIANT,
-                 seed: int | None = None) -> None:
+                 outer: int = 0, seed: int | None = None) -> None:
         import numpy as np
 
         super().__init__(cp, seed)
@@ -116,7 +120,7 @@ class Fp32(Workload):
         self.grid = cuda.sm_count(cp) * cuda.blocks_per_sm(cp, self.kernel, self.block)
         self.threads = self.grid * self.block
         self.np_rng = np.random.default_rng(self.seed)
-        self.outer = self._calibrate(launch_ms)
+        self.outer = outer if outer > 0 else self._calibrate(launch_ms)
         self.steps = self.outer * self.unroll
         a, b, x0 = make_inputs(self.np_rng, self.threads, self.chains, self.steps)
         self.a, self.b, self.x0 = cp.asarray(a), cp.asarray(b), cp.asarray(x0)

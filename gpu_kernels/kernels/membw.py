@@ -80,6 +80,8 @@ PARAMS = (
     Param("variant", str, DEFAULT_VARIANT, "kernel variant", tuple(VARIANTS)),
 )
 
+PINNED: dict[str, str] = {}  # fixed sizes: nothing to carry from the solo run
+
 
 class Membw(Workload):
     kind = "membw"

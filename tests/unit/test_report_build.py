@@ -59,6 +59,14 @@ class _Collector(HTMLParser):
         self.links += [v or "" for k, v in attrs if k in ("src", "href", "xlink:href")]
 
 
+def row_of(html: str, req_id: str) -> str:
+    """The HTML of one requirement row (rows nest a tests table, so cut at the next row)."""
+    start = html.index(f'id="req-{req_id.lower()}"')
+    ends = [i for i in (html.find('<tr id="', start), html.find('<tr class="group"', start))
+            if i != -1]
+    return html[start:min(ends, default=len(html))]
+
+
 def parse(html: str) -> _Collector:
     collector = _Collector()
     collector.feed(html)
@@ -103,8 +111,7 @@ def test_summary_comes_first_and_names_the_failure_with_its_diagnosis(
     summary = html[html.index('id="summary"'):html.index('id="fingerprint"')]
     assert FAILING in summary and FAIL_MESSAGE in summary and suspect in summary
     assert html.index('id="summary"') < html.index('id="requirements"')
-    row = html[html.index(f'id="req-{FAILING.lower()}"'):]
-    row = row[:row.index("</tr>")]
+    row = row_of(html, FAILING)
     assert "Likely cause:" in row and suspect in row
     markdown = built["markdown"].read_text()
     assert markdown.index("## Summary") < markdown.index("## Requirements")
@@ -177,8 +184,7 @@ def test_requirement_table_columns_and_collapsed_evidence(built: dict[str, Path]
     table = html[html.index('<table class="grid requirements"'):]
     for header in ("ID", "Requirement", "Area", "Layer", "Severity", "Verdict", "Result"):
         assert f'<th scope="col">{header}</th>' in table
-    row = table[table.index(f'id="req-{FAILING.lower()}"'):]
-    row = row[:row.index("</tr>")]
+    row = row_of(table, FAILING)
     assert '<details class="evidence">' in row and "<details open" not in html
     assert "kubeconfig" in row and "events.txt" in row
 

@@ -9,6 +9,7 @@ Device memory is accounted across processes in FAKE_CUPY_DIR (FAKE_CUPY_TOTAL by
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import tempfile
@@ -96,10 +97,8 @@ class Memory:
         if not hasattr(self, "size"):
             return  # __init__ raised: nothing was accounted
         _state["used"] -= self.size
-        try:
+        with contextlib.suppress(Exception):  # interpreter shutdown
             _publish_used()
-        except Exception:  # interpreter shutdown
-            pass
 
 
 class MemoryPointer:

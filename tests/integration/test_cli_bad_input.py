@@ -1,0 +1,126 @@
+"""Bad input: one clear line, exit 2, nothing started or created."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.sim.controlplane import clusters_dir
+
+GPUCONF = [sys.executable, "-m", "conformance.cli"]
+
+
+def gpuconf(*args: str, env: dict | None = None, cwd: Path | None = None):
+    return subprocess.run([*GPUCONF, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, **(env or {})}, cwd=cwd)
+
+
+def _clusters() -> set[str]:
+    return {p.name for p in clusters_dir().glob("*")} if clusters_dir().exists() else set()
+
+
+def assert_usage_error(proc, *words: str) -> None:
+    assert proc.returncode == 2, (proc.returncode, proc.stdout, proc.stderr)
+    lines = [line for line in proc.stderr.strip().splitlines() if line]
+    assert len(lines) == 1, f"expected one line, got:\n{proc.stderr}"
+    assert "Traceback" not in proc.stderr
+    for word in words:
+        assert word in lines[0], lines[0]
+
+
+@pytest.fixture
+def bad_kubeconfig(tmp_path):
+    path = tmp_path / "kubeconfig"
+    path.write_text("apiVersion: v1\nkind: Config\nclusters: [{{{\n")
+    return path
+
+
+@pytest.fixture
+def unreachable_kubeconfig(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    path = tmp_path / "kubeconfig"
+    path.write_text(f"""apiVersion: v1
+kind: Config
+clusters: [{{name: c, cluster: {{server: "https://127.0.0.1:{port}",
+  insecure-skip-tls-verify: true}}}}]
+users: [{{name: u, user: {{token: not-a-real-token}}}}]
+contexts: [{{name: ctx, context: {{cluster: c, user: u}}}}]
+current-context: ctx
+""")
+    return path
+
+
+def test_unknown_target_exits_2():
+    assert_usage_error(gpuconf("run", "--target", "mars"), "invalid choice", "mars")
+
+
+def test_unknown_profile_lists_the_valid_ones():
+    before = _clusters()
+    proc = gpuconf("sim", "up", "--name", "itest-bad", "--profile", "nope")
+    assert_usage_error(proc, "nope", "healthy", "time-slicing")
+    assert _clusters() == before
+
+
+def test_unknown_fault_lists_the_valid_ones():
+    proc = gpuconf("sim", "up", "--name", "itest-bad", "--fault", "cosmic-rays")
+    assert_usage_error(proc, "cosmic-rays", "device-plugin-absent")
+    assert "itest-bad" not in _clusters()
+
+
+def test_malformed_kubeconfig(bad_kubeconfig, tmp_path):
+    proc = gpuconf("run", "--kubeconfig", str(bad_kubeconfig), "--results", str(tmp_path / "r"))
+    assert_usage_error(proc, "not valid YAML")
+
+
+def test_unknown_context(unreachable_kubeconfig, tmp_path):
+    proc = gpuconf("run", "--kubeconfig", str(unreachable_kubeconfig), "--context", "prod",
+                   "--results", str(tmp_path / "r"))
+    assert_usage_error(proc, "unknown context", "prod", "ctx")
+
+
+def test_unreachable_cluster(unreachable_kubeconfig, tmp_path):
+    proc = gpuconf("run", "--target", "existing", "--kubeconfig", str(unreachable_kubeconfig),
+                   "--results", str(tmp_path / "r"))
+    assert_usage_error(proc, "unreachable")
+
+
+def test_unknown_requirement_id(tmp_path):
+    proc = gpuconf("run", "--requirement", "STACK-NOPE-9", "--results", str(tmp_path / "r"))
+    assert_usage_error(proc, "STACK-NOPE-9")
+
+
+def test_unwritable_results_folder(tmp_path):
+    target = tmp_path / "file"
+    target.write_text("not a folder")
+    proc = gpuconf("run", "--results", str(target / "sub"))
+    assert_usage_error(proc, "not writable")
+
+
+def test_port_already_in_use():
+    before = _clusters()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        proc = gpuconf("sim", "up", "--name", "itest-port", "--port", str(port))
+    assert_usage_error(proc, f"port {port}", "in use")
+    assert _clusters() == before
+
+
+def test_missing_go_toolchain(tmp_path):
+    proc = gpuconf("sim", "build", env={"PATH": str(tmp_path), "GPUCONF_CACHE": str(tmp_path)})
+    assert_usage_error(proc, "Go toolchain")
+
+
+def test_kind_without_docker_engine(tmp_path):
+    proc = gpuconf("run", "--target", "kind", "--results", str(tmp_path / "r"),
+                   env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert proc.returncode == 2, proc.stderr
+    assert "Docker engine" in proc.stderr

@@ -1,0 +1,98 @@
+"""`gpuconf run`, the main job: sim by default, results written, interrupts clean up."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from conformance.sim import binaries
+from conformance.sim.controlplane import clusters_dir
+
+pytestmark = pytest.mark.skipif(bool(binaries.locate().missing()),
+                                reason="control-plane binaries not built: run `make setup`")
+
+
+def _env(tmp_path) -> dict:
+    # No kubeconfig anywhere: the default must be the embedded sim.
+    return {**os.environ, "HOME": str(tmp_path), "KUBECONFIG": "",
+            "GPUCONF_CACHE": str(binaries.cache_dir())}
+
+
+def test_run_defaults_to_the_sim_and_writes_results(tmp_path):
+    results = tmp_path / "results"
+    before = {p.name for p in clusters_dir().glob("run-*")}
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--results",
+                           str(results)], capture_output=True, text=True, timeout=600,
+                          env=_env(tmp_path), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "starting the local simulated cluster" in proc.stderr
+    assert "gpuconf PASS" in proc.stdout
+    doc = json.loads((results / "results.json").read_text())
+    assert doc["run"]["target"] == "sim" and doc["summary"]["fail"] == 0
+    assert doc["summary"]["pass"] >= 20
+    junit = ET.parse(results / "junit.xml").getroot()
+    assert int(junit.find("testsuite").get("tests")) >= 25
+    assert list((results / "allure-results").glob("*-result.json"))
+    labels = {lab["name"]: lab["value"] for f in (results / "allure-results").glob(
+        "*-result.json") for lab in json.loads(f.read_text()).get("labels", [])}
+    assert {"epic", "feature", "story"} <= set(labels)
+    assert {p.name for p in clusters_dir().glob("run-*")} == before, "the run's sim was left"
+
+
+def test_run_with_a_fault_fails_and_names_it(tmp_path):
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--results",
+                           str(results), "--fault", "clusterpolicy-notready", "--suite", "stack"],
+                          capture_output=True, text=True, timeout=600, env=_env(tmp_path))
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "FAIL STACK-OP-002" in proc.stdout
+
+
+def test_interrupted_run_cleans_up_and_keeps_results(tmp_path):
+    from conformance.cluster.client import connect
+    from conformance.cluster.namespaces import leftover_namespaces
+    from conformance.sim import cluster as simcluster
+
+    results = tmp_path / "results"
+    before = {p.name for p in clusters_dir().glob("run-*")}
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "run", "--results",
+                             str(results), "--keep", "--suite", "scheduling"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=_env(tmp_path))
+    try:
+        deadline = time.monotonic() + 120
+        name = cluster = None
+        while time.monotonic() < deadline:  # wait until a check has created its namespace
+            new = {p.name for p in clusters_dir().glob("run-*")} - before
+            if new and cluster is None and (clusters_dir() / min(new) / "kubeconfig").exists():
+                name = min(new)
+                try:
+                    cluster = connect(str(clusters_dir() / name / "kubeconfig"))
+                except Exception:
+                    cluster = None
+            if cluster is not None:
+                try:
+                    if leftover_namespaces(cluster):
+                        break
+                except Exception:
+                    pass
+            time.sleep(0.2)
+        assert cluster is not None, "the run never created a test namespace"
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=180)
+        assert proc.returncode == 130, out[-3000:]
+        assert leftover_namespaces(cluster) == [], "namespaces left behind after SIGTERM"
+        doc = json.loads((results / "results.json").read_text())
+        assert doc["run"]["interrupted"] is True
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        for leftover in {p.name for p in clusters_dir().glob("run-*")} - before:
+            simcluster.down(leftover, progress=lambda _m: None)

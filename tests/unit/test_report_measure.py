@@ -1,0 +1,68 @@
+"""Measurement reading is tolerant of schema drift (gpu_kernels writes it in parallel)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from test_report_fixtures import interference, kernels, make_results
+
+from reports import build_report, measure
+from reports.svg import nice_ticks, tick_label
+
+
+def test_reads_gpu_kernels_shapes() -> None:
+    found = measure.kernels({"kernels": kernels()})
+    triad = found[0]
+    assert (triad.label, triad.unit, triad.device) == ("membw · triad", "TB/s",
+                                                       "NVIDIA H200 (GPU 0)")
+    assert triad.bar == 4.0 and triad.met is True and triad.trials == 5
+    assert triad.low is not None and triad.high is not None and triad.low < triad.high
+    series = measure.interference({"interference": interference()})
+    assert [s.title for s in series] == ["membw · time-slicing", "gemm · time-slicing"]
+    four = series[0].points[-1]
+    assert four.copies == 4 and len(four.per_copy) == 4
+    assert four.aggregate_vs_solo == pytest.approx(0.93)
+
+
+def test_reads_plain_numbers_and_derives_what_is_missing() -> None:
+    found = measure.kernels({"kernels": [
+        {"kind": "membw", "unit": "TB/s", "trials": [4.0, 4.2, 4.1], "bar": 4.15,
+         "device": "H200"},
+    ]})[0]
+    assert found.median == 4.1 and (found.low, found.high) == (4.0, 4.2)
+    assert found.met is False and found.device == "H200"
+    series = measure.interference({"interference": [
+        {"kernel": "fma", "copies": 1, "per_copy": [48.0]},
+        {"kernel": "fma", "copies": 2, "per_copy": [21.0, 21.0], "jain": 1.0},
+    ]})[0]
+    two = series.points[1]
+    assert two.slowdown == pytest.approx([48.0 / 21.0] * 2)
+    assert two.aggregate_vs_solo == pytest.approx(42.0 / 48.0)
+
+
+def test_missing_keys_do_not_break_the_report(tmp_path: Path) -> None:
+    results = make_results()
+    results["measurements"] = {
+        "kernels": [{"kind": "gemm"}, {"kind": "fp32", "error": "no GPU", "exit_code": 3},
+                    "junk"],
+        "interference": [{}, {"copies": 2}],
+        "isolation": [{"finding": "no memory isolation"}],
+        "scheduling_latency": "n/a",
+        "api_requests": {"GET": 12, "LIST": 3},
+    }
+    html = build_report(results, tmp_path)["html"].read_text()
+    assert "error: no GPU" in html and "no memory isolation" in html
+    assert "api_requests" in html
+
+
+def test_latency_is_lower_is_better() -> None:
+    assert measure.higher_is_better("TB/s") and measure.higher_is_better("TFLOP/s")
+    assert not measure.higher_is_better("ms") and not measure.higher_is_better("s")
+    assert measure.higher_is_better("ms", declared=True)
+
+
+def test_ticks_are_round() -> None:
+    assert nice_ticks(4.4) == [0.0, 2.0, 4.0, 6.0]
+    assert nice_ticks(1.15) == [0.0, 0.5, 1.0, 1.5]
+    assert tick_label(0.5, [0.0, 0.5]) == "0.5" and tick_label(600, [0, 200]) == "600"
