@@ -252,12 +252,16 @@ def cmd_run(args) -> int:
             sim_name = f"run-{run_id[-6:]}"
             _say(f"no cluster given: starting the local simulated cluster {sim_name!r}")
             state = simcluster.up(sim_name, profile=args.profile or "healthy",
-                                  faults=args.fault, chart=args.operator_chart, progress=_say)
+                                  faults=args.fault, chart=args.operator_chart,
+                                  operator="chart" if args.install_operator else "standin",
+                                  progress=_say)
             kubeconfig = str(state.kubeconfig)
         if args.install_operator:
             from conformance.operator_install import install_operator
 
             installed = install_operator(args, kubeconfig, target, progress=_say)
+        if installed is not None:
+            args.pytest_args = [*args.pytest_args, f"--helm-release={installed.release}"]
         code = _run_pytest(args, target, kubeconfig, results, run_id, suites, sim_name)
     finally:
         if installed is not None and not args.keep:

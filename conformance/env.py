@@ -37,6 +37,7 @@ class Options:
     cuda_image: str = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
     workload_image: str = "cupy/cupy:v13.3.0"
     disruptive: bool = False
+    reconcile_timeout: float = 180.0  # the operator's own e2e gives operands minutes
     keep_namespaces: bool = False
     helm_release: str | None = None  # set when this run installed the operator
 

@@ -61,6 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-results", metavar="DIR",
                     help="write results.json (and evidence/) into DIR")
     group.addoption("--run-id", metavar="ID", help="label value for this run's objects")
+    group.addoption("--helm-release", metavar="NAME",
+                    help="the operator's Helm release, when this run installed it")
     group.addoption("--sim-name", default="gpuconf", metavar="NAME",
                     help="sim cluster name (default gpuconf)")
     group.addoption("--sim-profile", default="healthy", metavar="PROFILE",
@@ -76,6 +78,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "ConfigMap)")
     group.addoption("--disruptive", action="store_true",
                     help="also run checks that change the cluster (and restore it)")
+    group.addoption("--reconcile-timeout", type=float, default=Options.reconcile_timeout,
+                    metavar="S", help="how long disruptive checks wait for the operator to react")
     group.addoption("--keep-namespaces", action="store_true",
                     help="keep the namespaces of failed tests for debugging")
 
@@ -97,7 +101,9 @@ def _options(config: pytest.Config) -> Options:
         cuda_image=config.getoption("cuda_image"),
         workload_image=config.getoption("workload_image"),
         disruptive=config.getoption("disruptive"),
+        reconcile_timeout=config.getoption("reconcile_timeout"),
         keep_namespaces=config.getoption("keep_namespaces"),
+        helm_release=config.getoption("helm_release"),
     )
 
 

@@ -20,11 +20,11 @@ STANDIN = "standin"
 def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | None = None,
        apiserver_port: int | None = None, chart: str | None = None,
        nodes: int | None = None, gpus_per_node: int | None = None,
-       progress: Progress = print) -> ClusterState:
+       operator: str = "standin", progress: Progress = print) -> ClusterState:
     """Start everything; on any failure stop what was started and re-raise."""
     faults = validate_faults(faults or [])
     sim_state = standin.SimState(profile=profile, faults=faults, nodes=nodes,
-                                 gpus_per_node=gpus_per_node)
+                                 gpus_per_node=gpus_per_node, operator=operator)
     sim_state.resolve_profile()  # bad names and sizes fail before anything starts
     plane = ControlPlane(name)
     t0 = time.monotonic()
@@ -100,6 +100,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
                            faults=validate_faults(faults if faults is not None
                                                   else current.faults),
                            operator_namespace=current.operator_namespace,
+                           operator=current.operator,
                            nodes=None if profile else current.nodes,
                            gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)

@@ -57,6 +57,7 @@ class SimState:
     profile: str
     faults: list[str] = field(default_factory=list)
     operator_namespace: str = "gpu-operator"
+    operator: str = "standin"  # "chart": the GPU Operator chart is installed; adopt its objects
     nodes: int | None = None  # --nodes: resize the profile's first GPU group
     gpus_per_node: int | None = None
 
@@ -181,7 +182,8 @@ def cluster_policy_spec(state: SimState) -> dict:
     return spec
 
 
-def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict) -> dict:
+def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
+                       owner: dict | None = None) -> dict:
     labels = {"app": op.app, STANDIN_LABEL: "true", **op.extra_labels}
     annotations = {}
     if state.has("operand-crashloop") and op.name == "nvidia-dcgm-exporter":
@@ -190,7 +192,10 @@ def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict) -> dic
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": op.name, "namespace": state.operator_namespace,
-                     "labels": {**labels, "app.kubernetes.io/managed-by": "gpu-operator"}},
+                     "labels": {**labels, "app.kubernetes.io/managed-by": "gpu-operator"},
+                     # As the operator does: operands belong to the ClusterPolicy, so deleting
+                     # it (helm uninstall) lets the garbage collector remove them.
+                     **({"ownerReferences": [owner]} if owner else {})},
         "spec": {
             "selector": {"matchLabels": {"app": op.app}},
             "updateStrategy": {"type": op.update_strategy},
@@ -214,11 +219,15 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
     validate_faults(state.faults)
     state.resolve_profile()
     _save_state(cluster, state)
-    _ensure_namespace(cluster, state.operator_namespace)
-    _ensure_crd(cluster, chart, progress)
     if nodes:
         progress(f"writing {state.profile} nodes")
         _apply_nodes(cluster, plan_nodes(state))
+    if state.operator == "chart":
+        # The chart brings the namespace, CRD, operator Deployment and ClusterPolicy; the
+        # controller loop plays the operator once they exist.
+        return
+    _ensure_namespace(cluster, state.operator_namespace)
+    _ensure_crd(cluster, chart, progress)
     spec = _ensure_cluster_policy(cluster, state)
     _ensure_operator(cluster, state)
     _ensure_sharing_config(cluster, state)
@@ -427,8 +436,20 @@ def _ensure_sharing_config(cluster: Cluster, state: SimState) -> None:
                            DEVICE_PLUGIN_CONFIG_MAP, ns, body))
 
 
+def _owner(cluster: Cluster) -> dict | None:
+    try:
+        cp = cluster.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
+                                                      CLUSTER_POLICY)
+    except ApiException:
+        return None
+    return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy",
+            "name": cp["metadata"]["name"], "uid": cp["metadata"]["uid"],
+            "controller": True, "blockOwnerDeletion": False}
+
+
 def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict) -> None:
     ns = state.operator_namespace
+    owner = _owner(cluster)
     wanted = {}
     for op in operands.enabled_operands(spec):
         if state.has("device-plugin-absent") and op.name == "nvidia-device-plugin-daemonset":
@@ -437,7 +458,7 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict) -> None:
             continue
         if state.has("gfd-absent") and op.name == "gpu-feature-discovery":
             continue
-        wanted[op.name] = daemonset_manifest(op, state, spec)
+        wanted[op.name] = daemonset_manifest(op, state, spec, owner)
     existing = {d.metadata.name: d for d in cluster.apps.list_namespaced_daemon_set(
         ns, label_selector=f"{STANDIN_LABEL}=true").items}
     for name, body in wanted.items():
@@ -476,10 +497,17 @@ def control_once(cluster: Cluster) -> None:
     state = load_state(cluster)
     if state is None or state.has("standin-ignores-changes"):
         return
-    spec = cluster.custom.get_cluster_custom_object(
-        "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY).get("spec", {})
+    try:
+        policy = cluster.custom.get_cluster_custom_object(
+            "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY)
+    except ApiException as exc:
+        if exc.status == 404:  # nothing to play yet (chart not installed, or uninstalled)
+            return
+        raise
     _react_to_operands_label(cluster)
-    _apply_daemonsets(cluster, state, spec)
+    _apply_daemonsets(cluster, state, policy.get("spec", {}))
+    if not (policy.get("status") or {}).get("state"):
+        _set_cluster_policy_status(cluster, state)
     _admit_shared_requests(cluster, state)
 
 

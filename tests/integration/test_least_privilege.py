@@ -64,7 +64,7 @@ def test_planted_token_appears_in_no_output(sim, sim_cluster, sim_state, tmp_pat
     sim_cluster.apps.patch_namespaced_daemon_set(
         "nvidia-dcgm-exporter", "gpu-operator",
         {"metadata": {"annotations": {"example.com/token": token}}})
-    code, doc, out = run_suites(sim.kubeconfig, tmp_path, "stack",
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "stack",
                                 extra=[f"--junitxml={tmp_path / 'junit.xml'}",
                                        f"--alluredir={tmp_path / 'allure'}"])
     assert "STACK-DCGM-001" in verdicts(doc, "fail")

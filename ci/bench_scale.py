@@ -1,0 +1,79 @@
+"""Scale benchmark: the stack and scheduling suites against 500 simulated GPU nodes.
+
+Prints and records (reports/evidence/scale-500-nodes.json): sim start time, API server memory,
+suite wall time and the API requests the run made, by verb. Node checks are list calls, so the
+request count must not grow with the node count: the same run on `healthy` (2 GPU nodes) is
+measured beside it, in the same session, and the ratio printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from conformance.sim import cluster as simcluster
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "reports" / "evidence" / "scale-500-nodes.json"
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def measure(profile: str) -> dict:
+    name = f"bench-{profile}"
+    t0 = time.monotonic()
+    state = simcluster.up(name, profile=profile, progress=lambda m: print(f"  [{profile}] {m}"))
+    up_s = time.monotonic() - t0
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "stack"),
+                   str(REPO / "conformance" / "scheduling"), "--target=sim",
+                   f"--kubeconfig={state.kubeconfig}", f"--gpu-results={tmp}", "-q",
+                   "-p", "no:cacheprovider", f"--rootdir={REPO / 'conformance'}", "-c",
+                   os.devnull]
+            t1 = time.monotonic()
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+            suite_s = time.monotonic() - t1
+            doc = json.loads((Path(tmp) / "results.json").read_text())
+        requests = doc["measurements"].get("api_requests", {})
+        return {
+            "profile": profile, "gpu_nodes": doc["fingerprint"].get("gpu_node_count"),
+            "sim_up_s": round(up_s, 1), "suite_wall_s": round(suite_s, 1),
+            "exit_code": proc.returncode, "summary": doc["summary"],
+            "failed": [r["id"] for r in doc["requirements"] if r["verdict"] == "fail"],
+            "api_requests": requests, "api_requests_total": sum(requests.values()),
+            "apiserver_rss_mib": round(rss_mib(state.pids["kube-apiserver"]), 1),
+            "etcd_rss_mib": round(rss_mib(state.pids["etcd"]), 1),
+        }
+    finally:
+        simcluster.down(name, progress=lambda _m: None)
+
+
+def main() -> int:
+    small = measure("healthy")
+    large = measure("large")
+    ratio = large["api_requests_total"] / max(1, small["api_requests_total"])
+    record = {"machine": f"{os.cpu_count()} cores", "date": time.strftime("%Y-%m-%d"),
+              "runs": [small, large], "api_requests_ratio_large_vs_healthy": round(ratio, 2)}
+    OUT.parent.mkdir(parents=True, exist_ok=True)
+    OUT.write_text(json.dumps(record, indent=2) + "\n")
+    for r in (small, large):
+        print(f"{r['profile']:<8} {r['gpu_nodes']:>4} GPU nodes  sim up {r['sim_up_s']:>6}s  "
+              f"suites {r['suite_wall_s']:>6}s  API requests {r['api_requests_total']:>5}  "
+              f"apiserver RSS {r['apiserver_rss_mib']} MiB  failed {r['failed']}")
+    print(f"API requests, 500 nodes vs 2: x{ratio:.2f}; recorded in {OUT}")
+    return 0 if not (small["failed"] or large["failed"]) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

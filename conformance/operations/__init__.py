@@ -1,0 +1,1 @@
+"""Operations suite (disruptive, --disruptive): the operator reconciles changes as it should."""

@@ -1,0 +1,36 @@
+"""The disruptive reconcile checks pass against the stand-in (which plays the operator's
+controller) and fail when the stand-in is told to ignore changes; nothing stays changed."""
+
+from __future__ import annotations
+
+from conformance.checks.operands import read_cluster_policy
+from tests.integration.conftest import run_suites, verdicts
+
+RECONCILE = {"OPS-REC-001", "OPS-REC-002"}
+
+
+def test_operations_skip_without_opt_in(sim, tmp_path):
+    code, doc, out = run_suites(sim.kubeconfig, tmp_path, "operations")
+    assert code == 0, out[-2000:]
+    skipped = {r["id"]: r["message"] for r in doc["requirements"] if r["id"] in RECONCILE}
+    assert all("--disruptive" in m for m in skipped.values()), skipped
+
+
+def test_reconcile_checks_pass_and_restore(sim, sim_cluster, sim_state, tmp_path):
+    sim_state("healthy")
+    before = read_cluster_policy(sim_cluster)["spec"]
+    code, doc, out = run_suites(sim.kubeconfig, tmp_path, "operations", extra=["--disruptive"])
+    assert code == 0, out[-3000:]
+    assert RECONCILE | {"OPS-REC-003"} <= verdicts(doc, "pass")
+    assert read_cluster_policy(sim_cluster)["spec"] == before, "the ClusterPolicy was not restored"
+    nodes = sim_cluster.core.list_node(label_selector="nvidia.com/gpu.deploy.operands=false")
+    assert nodes.items == [], "a node was left with its operands switched off"
+
+
+def test_reconcile_checks_fail_when_the_operator_ignores_changes(sim, sim_state, tmp_path):
+    sim_state("healthy", ["standin-ignores-changes"])
+    code, doc, out = run_suites(sim.kubeconfig, tmp_path, "operations",
+                                extra=["--disruptive", "--reconcile-timeout=15"])
+    assert code == 1
+    assert verdicts(doc, "fail") >= RECONCILE, out[-3000:]
+    assert "OPS-REC-003" in verdicts(doc, "pass")  # the Deployment controller is not the operator

@@ -1,0 +1,63 @@
+"""The install path: the real GPU Operator chart into the sim with Helm, the suite against it,
+and an uninstall that leaves no operator objects behind."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+from conformance import operator_install
+from conformance.cluster.client import connect
+from conformance.sim import cluster as simcluster
+from tests.integration.conftest import REPO, run_suites, verdicts
+
+CHART = REPO.parent / "shared" / "upstream" / "gpu-operator-v26.7.0" / "chart"
+
+
+@pytest.fixture
+def chart_sim():
+    if not CHART.is_dir():
+        pytest.skip(f"the GPU Operator chart is not at {CHART} (only the project's CI has it)")
+    if not Path(operator_install.helm_binary()).exists():
+        pytest.skip("helm not built: run `make setup`")
+    state = simcluster.up("itest-chart", profile="healthy", operator="chart",
+                          progress=lambda _m: None)
+    yield state
+    simcluster.down("itest-chart", progress=lambda _m: None)
+
+
+def _args(**over):
+    base = dict(context=None, operator_namespace="gpu-operator", operator_chart=str(CHART),
+                operator_version=None, operator_values=None, set_values=[])
+    return types.SimpleNamespace(**{**base, **over})
+
+
+def test_chart_install_suite_and_clean_uninstall(chart_sim, tmp_path):
+    kc = str(chart_sim.kubeconfig)
+    installed = operator_install.install_operator(_args(), kc, "sim", progress=lambda _m: None)
+    assert installed is not None
+    cluster = connect(kc)
+    try:
+        code, doc, out = run_suites(chart_sim.kubeconfig, tmp_path, "stack",
+                                    extra=[f"--helm-release={installed.release}"])
+        assert code == 0, out[-3000:]
+        assert {"STACK-OP-001", "STACK-OP-002", "STACK-OP-003", "STACK-DP-001",
+                "STACK-GFD-002"} <= verdicts(doc, "pass")
+        rows = {r["id"]: r for r in doc["requirements"]}
+        assert rows["STACK-DRV-001"]["verdict"] == "not-applicable"  # driver.enabled=false
+    finally:
+        installed.uninstall(progress=lambda _m: None)
+    assert cluster.apps.list_daemon_set_for_all_namespaces(
+        label_selector="app.kubernetes.io/managed-by=gpu-operator").items == []
+    assert cluster.apps.list_deployment_for_all_namespaces(
+        label_selector="app.kubernetes.io/component=gpu-operator").items == []
+    assert cluster.custom.list_cluster_custom_object(
+        "nvidia.com", "v1", "clusterpolicies")["items"] == []
+    assert "gpu-operator" not in {n.metadata.name for n in cluster.core.list_namespace().items}
+
+
+def test_existing_operator_is_left_alone(sim):
+    assert operator_install.install_operator(_args(), str(sim.kubeconfig), "sim",
+                                             progress=lambda _m: None) is None
