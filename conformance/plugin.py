@@ -363,29 +363,40 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
     results = config.stash[RESULTS_KEY]
     env: Env | None = config.stash.get(ENV_KEY, None)
+    is_worker = hasattr(config, "workerinput")
     results.interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
-    if env is not None and env.cluster is not None:
+    if env is None and not is_worker and config.getoption("kubeconfig", None):
+        env = _controller_env(config)  # xdist: the workers ran the tests, not this process
+    if env is not None and env.cluster is not None and not is_worker:
         try:
             # Belt and braces: whatever a finalizer missed (an interrupt mid-setup) goes now.
+            # Only the controller sweeps: a worker that finishes first must not delete the
+            # namespaces of a worker still running.
             namespaces.sweep(env.cluster, results.run_id)
         except Exception as exc:
-            session.config.get_terminal_writer().line(
+            config.get_terminal_writer().line(
                 f"gpuconf: cleanup of run {results.run_id} failed ({exc}); run "
                 f"`gpuconf cleanup --run-id {results.run_id}`", red=True)
-        if not hasattr(config, "workerinput"):
-            from conformance.fingerprint import fingerprint
+        from conformance.fingerprint import fingerprint
 
-            try:
-                results.fingerprint = fingerprint(env)
-            except Exception as exc:  # a fingerprint must never lose the results
-                results.fingerprint = {"error": str(exc)}
-            results.measurements.setdefault("api_requests", env.cluster.counter.by_verb)
+        try:
+            results.fingerprint = fingerprint(env)
+        except Exception as exc:  # a fingerprint must never lose the results
+            results.fingerprint = {"error": str(exc)}
+        results.measurements.setdefault("api_requests", env.cluster.counter.by_verb)
     folder = config.getoption("gpu_results")
-    if folder and not hasattr(config, "workerinput"):
+    if folder and not is_worker:
         path = results.write(Path(folder), int(exitstatus))
         config.get_terminal_writer().line(f"gpuconf: results written to {path}")
-    if env is not None:
+    if env is not None and config.stash.get(ENV_KEY, None) is env:
         teardown(env)
+
+
+def _controller_env(config: pytest.Config) -> Env | None:
+    try:
+        return resolve(_options(config), config.stash[RESULTS_KEY].run_id)
+    except Exception:
+        return None
 
 
 def finding(request: pytest.FixtureRequest, text: str) -> None:
