@@ -424,6 +424,8 @@ def build_parser() -> argparse.ArgumentParser:
     cert.add_argument("--kubeconfig", metavar="PATH")
     cert.add_argument("--context", metavar="NAME")
     cert.add_argument("--results", default="results-certify", metavar="DIR")
+    cert.add_argument("--target", choices=("existing", "kind", "sim"),
+                      help="what the cluster is (default existing; sim for a sim cluster)")
     cert.set_defaults(func=cmd_certify)
 
     rb = sub.add_parser("rbac", help="least-privilege RBAC for runs (show, apply, kubeconfig)")

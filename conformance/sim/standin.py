@@ -506,9 +506,33 @@ def control_once(cluster: Cluster) -> None:
         raise
     _react_to_operands_label(cluster)
     _apply_daemonsets(cluster, state, policy.get("spec", {}))
+    _relabel_upgraded_drivers(cluster, state, policy.get("spec", {}))
     if not (policy.get("status") or {}).get("state"):
         _set_cluster_policy_status(cluster, state)
     _admit_shared_requests(cluster, state)
+
+
+def _relabel_upgraded_drivers(cluster: Cluster, state: SimState, spec: dict) -> None:
+    """GFD's part after a driver upgrade: a node whose new driver pod is Ready reports it."""
+    version = (spec.get("driver") or {}).get("version")
+    if not version or not (spec.get("driver") or {}).get("enabled", True):
+        return
+    pods = cluster.core.list_namespaced_pod(state.operator_namespace,
+                                            label_selector="app=nvidia-driver-daemonset").items
+    upgraded = {p.spec.node_name for p in pods if p.spec.containers[0].image.endswith(
+        f":{version}") and any(c.type == "Ready" and c.status == "True"
+                               for c in (p.status.conditions or []))}
+    for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
+        lab = node.metadata.labels or {}
+        if node.metadata.name in upgraded and lab.get(L.DRIVER_FULL) not in (None, version):
+            parts = ([*version.split("."), "", ""])[:3]
+            cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": {
+                L.DRIVER_FULL: version, L.DRIVER_MAJOR: parts[0],
+                "nvidia.com/cuda.driver-version.minor": parts[1],
+                "nvidia.com/cuda.driver-version.revision": parts[2],
+                "nvidia.com/cuda.driver.major": parts[0],
+                "nvidia.com/cuda.driver.minor": parts[1], "nvidia.com/cuda.driver.rev": parts[2],
+                "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}}})
 
 
 def _react_to_operands_label(cluster: Cluster) -> None:

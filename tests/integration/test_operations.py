@@ -34,3 +34,25 @@ def test_reconcile_checks_fail_when_the_operator_ignores_changes(sim, sim_state,
     assert code == 1
     assert verdicts(doc, "fail") >= RECONCILE, out[-3000:]
     assert "OPS-REC-003" in verdicts(doc, "pass")  # the Deployment controller is not the operator
+
+
+def test_certify_driver_upgrade_flow_on_the_sim(sim, sim_cluster, sim_state, tmp_path):
+    """`gpuconf certify --driver-version V`: patch, OnDelete rollout (played by the stand-in),
+    re-run, compare; the fingerprint names the driver change and nothing regresses."""
+    import json
+    import subprocess
+    import sys
+
+    sim_state("healthy")
+    new = "580.126.09"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "certify", "--target", "sim",
+                           "--driver-version", new, "--kubeconfig", str(sim.kubeconfig),
+                           "--results", str(tmp_path)], capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "driver rollout" in proc.stderr and "CERTIFIED" in proc.stdout
+    cert = json.loads((tmp_path / "certification.json").read_text())
+    assert new in json.dumps(cert["fingerprint_changes"])
+    labels = {n.metadata.labels["nvidia.com/cuda.driver-version.full"] for n in
+              sim_cluster.core.list_node(label_selector="nvidia.com/gpu.present=true").items}
+    assert labels == {new}
