@@ -314,11 +314,24 @@ def _run_pytest(args, target: str, kubeconfig: str | None, results: Path, run_id
             proc.kill()
         _print_summary(results)
         raise
+    _write_report(results)
     _print_summary(results)
     if code == 5:
         raise UsageError("no checks were selected (check --requirement/--suite)")
     # pytest: 2 interrupted, 4 usage error (the plugin's one-line message was printed)
     return {0: 0, 1: 1, 2: 130, 4: 2}.get(code, code)
+
+
+def _write_report(results: Path) -> None:
+    if not (results / "results.json").is_file():
+        return
+    from reports.build import build_report
+    from reports.load import load_results
+
+    try:
+        build_report(load_results(results), results / "report")
+    except Exception as exc:  # the results are what matters; a report can be built later
+        _say(f"could not build the report ({exc}): `gpuconf report {results} -o OUT` retries")
 
 
 def _print_summary(results: Path) -> None:
@@ -335,7 +348,7 @@ def _print_summary(results: Path) -> None:
     for r in failed:
         print(f"  FAIL {r['id']:<15} {r['title']}\n       {r['message'][:300]}\n"
               f"       {r['diagnosis']}")
-    print(f"results: {path}  (report: gpuconf report {results} -o {results / 'report'})")
+    print(f"results: {path}  report: {results / 'report' / 'report.html'}")
 
 
 # ---- parser --------------------------------------------------------------------------------

@@ -162,14 +162,17 @@ def delete(cluster: Cluster, namespace: str, name: str) -> None:
             raise
 
 
-def gpus_in_use(cluster: Cluster, node: str, resource: str) -> int:
-    """GPUs requested by pods bound to the node that are not finished."""
-    pods = cluster.core.list_pod_for_all_namespaces(field_selector=f"spec.nodeName={node}").items
-    used = 0
+def gpus_in_use_by_node(cluster: Cluster) -> dict[str, dict[str, int]]:
+    """GPU units requested by unfinished pods, per node and resource (one list request)."""
+    pods = cluster.core.list_pod_for_all_namespaces(
+        field_selector="status.phase!=Succeeded,status.phase!=Failed").items
+    used: dict[str, dict[str, int]] = {}
     for pod in pods:
-        if pod.status.phase in ("Succeeded", "Failed"):
+        if not pod.spec.node_name:
             continue
+        per_node = used.setdefault(pod.spec.node_name, {})
         for c in pod.spec.containers:
-            limits = (c.resources.limits or {}) if c.resources else {}
-            used += int(limits.get(resource, 0))
+            for name, value in ((c.resources.limits or {}) if c.resources else {}).items():
+                if L.is_gpu_resource(name):
+                    per_node[name] = per_node.get(name, 0) + int(value)
     return used

@@ -25,14 +25,17 @@ def untolerated_taints(node: GpuNode) -> list[dict]:
     return [t for t in node.taints if not tolerated(t)]
 
 
-def free_units(cluster: Cluster, node: GpuNode, resource: str) -> int:
-    return node.gpu_resources.get(resource, 0) - pods.gpus_in_use(cluster, node.name, resource)
+def free_units(cluster: Cluster, node: GpuNode, resource: str,
+               in_use: dict[str, dict[str, int]] | None = None) -> int:
+    used = (in_use if in_use is not None else pods.gpus_in_use_by_node(cluster))
+    return node.gpu_resources.get(resource, 0) - used.get(node.name, {}).get(resource, 0)
 
 
 def pick_node(cluster: Cluster, nodes: list[GpuNode], resource: str | None = None,
               *, shared: bool | None = None) -> tuple[GpuNode, str, int] | None:
     """A schedulable GPU node with free units of its GPU resource: (node, resource, free)."""
     best = None
+    in_use = pods.gpus_in_use_by_node(cluster)  # one list for every node, not one per node
     for node in nodes:
         if untolerated_taints(node) or not node.ready:
             continue
@@ -41,7 +44,7 @@ def pick_node(cluster: Cluster, nodes: list[GpuNode], resource: str | None = Non
         res = resource or node.main_resource[0]
         if res is None or res.endswith("*"):
             continue
-        free = free_units(cluster, node, res)
+        free = free_units(cluster, node, res, in_use)
         if free <= 0 or free > MAX_FILL_PODS:
             continue
         if best is None or free < best[2]:  # the smallest node fills fastest

@@ -38,6 +38,8 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
         wait_for_default_service_account(cluster, "default")
         standin.reconcile(cluster, sim_state, chart=chart, progress=progress)
         _start_standin(state, progress)
+        if operator == "standin":
+            wait_rolled_out(cluster, sim_state, progress)
         progress(f"sim {name!r} up in {time.monotonic() - t0:.1f}s: profile {profile}"
                  + (f", faults {', '.join(faults)}" if faults else "")
                  + f"; kubeconfig {state.kubeconfig}")
@@ -46,6 +48,36 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
         plane.down(progress=lambda _m: None, keep_logs=True)
         raise
     return state
+
+
+ROLLOUT_TIMEOUT_S = 600.0  # 500 nodes x 7 operands on 2 cores takes minutes; 2 nodes seconds
+
+
+def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) -> None:
+    """Until the operator Deployment is available and every operand DaemonSet is rolled out
+    as far as the faults allow (a crash-looping or untolerated operand never is)."""
+    import time as _time
+
+    ns = sim_state.operator_namespace
+    deadline = _time.monotonic() + ROLLOUT_TIMEOUT_S
+    last = ""
+    while _time.monotonic() < deadline:
+        dss = cluster.apps.list_namespaced_daemon_set(ns).items
+        deps = cluster.apps.list_namespaced_deployment(ns).items
+        desired = sum(d.status.desired_number_scheduled or 0 for d in dss)
+        ready = sum(min(d.status.number_ready or 0, d.status.updated_number_scheduled or 0)
+                    for d in dss)
+        dep_ok = all((d.status.available_replicas or 0) >= 1 for d in deps) and deps
+        msg = f"operands rolled out: {ready}/{desired} pods ready in {len(dss)} DaemonSets"
+        if msg != last:
+            progress(msg)
+            last = msg
+        settled = desired and (ready == desired or sim_state.faults)
+        if dep_ok and settled and all(d.status.observed_generation == d.metadata.generation
+                                      for d in dss):
+            return
+        _time.sleep(1.0)
+    progress(f"operands still rolling out after {ROLLOUT_TIMEOUT_S:.0f}s: {last}")
 
 
 def _start_standin(state: ClusterState, progress: Progress) -> None:
@@ -104,6 +136,8 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
                            nodes=None if profile else current.nodes,
                            gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)
+    if new.operator == "standin":
+        wait_rolled_out(cluster, new, progress)
     state.profile = new.profile
     state.save()
     return new

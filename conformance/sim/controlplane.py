@@ -321,13 +321,15 @@ class ControlPlane:
                       f"--authorization-kubeconfig={kc}", "--bind-address=127.0.0.1",
                       f"--secure-port={p[component]}", "--leader-elect=false", "--v=1"]
             if component == "kube-scheduler":
-                return common
+                return [*common, "--kube-api-qps=300", "--kube-api-burst=600"]
             return [*common, f"--root-ca-file={pki / 'ca.crt'}",
                     f"--service-account-private-key-file={pki / 'sa.key'}",
                     "--use-service-account-credentials=true",
                     f"--cluster-signing-cert-file={pki / 'ca.crt'}",
                     f"--cluster-signing-key-file={pki / 'ca.key'}",
                     "--concurrent-daemonset-syncs=5",
+                    # 500-node profiles mean thousands of operand pods: lift the client limits
+                    "--kube-api-qps=300", "--kube-api-burst=600",
                     # KWOK postpones a node's heartbeat whenever the node object changes (each
                     # fault the stand-in writes); simulated nodes must not age out meanwhile.
                     "--node-monitor-grace-period=3600s"]

@@ -51,7 +51,7 @@ VARIANTS: dict[str, tuple[int, int, int]] = {
     "c32u8": (32, 8, 256),
     "c16u16b128": (16, 16, 128),
 }
-DEFAULT_VARIANT = "c16u16"
+DEFAULT_VARIANT = "c16u32"
 SAMPLE_THREADS = 256
 
 PARAMS = (

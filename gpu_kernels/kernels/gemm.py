@@ -25,7 +25,8 @@ THRESHOLDS = {"fp16": 5e-3, "bf16": 1e-2}  # ||C - ref|| / ||ref||; output round
 
 PARAMS = (
     Param("dtype", str, "fp16", "operand and output type", ("fp16", "bf16")),
-    Param("size", int, 8192, "M = N = K (a multiple of 128 keeps cuBLAS on its best tiles)"),
+    Param("size", int, 16384, "M = N = K (a multiple of 128 keeps cuBLAS on its best tiles; "
+          "16384 ran 1-2 % faster than 8192 on an H200)"),
     Param("backend", str, "auto", "cuBLAS entry point", ("auto", "matmul", "cublas")),
     Param("workspace_mib", int, 0, "cuBLAS workspace to set (0 keeps cuBLAS's default)"),
 )
@@ -65,7 +66,7 @@ class Gemm(Workload):
     unit = "TFLOP/s"
     work_unit = "flop"
 
-    def __init__(self, cp: Any, dtype: str = "fp16", size: int = 8192, backend: str = "auto",
+    def __init__(self, cp: Any, dtype: str = "fp16", size: int = 16384, backend: str = "auto",
                  workspace_mib: int = 0, seed: int | None = None) -> None:
         import numpy as np
 

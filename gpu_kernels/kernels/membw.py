@@ -71,7 +71,7 @@ VARIANTS: dict[str, tuple[int, bool, str]] = {
     "persist-u4": (4, False, "persist"),
     "persist-u4s": (4, True, "persist"),
 }
-DEFAULT_VARIANT = "flat-u4s"
+DEFAULT_VARIANT = "flat-u1"
 BLOCK = 256
 
 PARAMS = (

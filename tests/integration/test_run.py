@@ -43,6 +43,9 @@ def test_run_defaults_to_the_sim_and_writes_results(tmp_path):
     labels = {lab["name"]: lab["value"] for f in (results / "allure-results").glob(
         "*-result.json") for lab in json.loads(f.read_text()).get("labels", [])}
     assert {"epic", "feature", "story"} <= set(labels)
+    html = (results / "report" / "report.html").read_text()
+    assert all(r["id"] in html for r in doc["requirements"]), "a requirement is missing"
+    assert (results / "report" / "report.md").is_file()
     assert {p.name for p in clusters_dir().glob("run-*")} == before, "the run's sim was left"
 
 
