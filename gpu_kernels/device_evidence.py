@@ -26,7 +26,8 @@ PY = [sys.executable, "-m", "gpu_kernels"]
 # Used where the sweep is skipped or found nothing for a kind.
 DEFAULT_CHOICE: dict[str, dict[str, Any]] = {
     "membw": {"variant": membw.DEFAULT_VARIANT}, "fp32": {"variant": fp32.DEFAULT_VARIANT},
-    "gemm-fp16": {"backend": "auto", "size": 8192}, "gemm-bf16": {"backend": "auto", "size": 8192},
+    "gemm-fp16": {"backend": "auto", "size": 16384},
+    "gemm-bf16": {"backend": "auto", "size": 16384},
 }
 
 

@@ -49,7 +49,8 @@ def _experiment(request, gpu_env, args: list[str]) -> dict:
 def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, evidence):
     doc = _experiment(request, gpu_env, ["interference", "--kernel", kernel, "--copies",
                                          "1,2,4", "--seconds", "3"])
-    record_measurement(request, "interference", doc)
+    for point in doc.get("points") or [doc]:
+        record_measurement(request, "interference", point)
     evidence.append(ev.Evidence(f"interference-{kernel}.json", json.dumps(doc, indent=1)))
     if doc.get("error"):
         pytest.fail(f"interference experiment failed: {doc['error']}")

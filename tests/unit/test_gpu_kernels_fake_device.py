@@ -105,3 +105,14 @@ def test_fault_isolation_under_mps_stops_the_daemon(fake_env: dict[str, str]) ->
     assert res["mps"]["started"] and res["mps"]["stopped"] is True
     assert res["mps"]["server_list"] == ["4242"]
     assert "[fake] quit" in res["mps"]["control_log_tail"]
+
+
+def test_timeline_buckets(fake_env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "gpu_kernels.timeline", "membw", "--seconds",
+                           "1.2", "--idle", "0", "--options", '{"mib": 4}'], cwd=ROOT,
+                          env=fake_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    res = json.loads(done.stdout)
+    assert res["kind"] == "timeline" and len(res["buckets"]) == 12
+    assert res["first_100ms"] > 0 and res["last_1s"] > 0
+    assert {"t_s", "rate", "sm_clock_mhz", "power_w", "reasons"} <= set(res["buckets"][0])
