@@ -384,6 +384,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         except Exception as exc:  # a fingerprint must never lose the results
             results.fingerprint = {"error": str(exc)}
         results.measurements.setdefault("api_requests", env.cluster.counter.by_verb)
+    if results.target != "sim":  # the sim options mean nothing for other targets
+        results.profile, results.faults = None, []
     folder = config.getoption("gpu_results")
     if folder and not is_worker:
         path = results.write(Path(folder), int(exitstatus))
