@@ -205,6 +205,46 @@ def _check_writable(folder: Path) -> None:
 
 
 def cmd_run(args) -> int:
+    if getattr(args, "matrix", None):
+        return _run_matrix(args)
+    return _run_once(args)
+
+
+def _run_matrix(args) -> int:
+    """One run per combination, each in results/<combination>/, then one matrix report."""
+    import copy
+
+    from conformance import matrix
+
+    combos = matrix.load(args.matrix)
+    root = Path(args.results)
+    _check_writable(root)
+    codes, done = [], []
+    for combo in combos:
+        _say(f"matrix combination {combo.name} ({combos.index(combo) + 1}/{len(combos)})")
+        sub = copy.copy(args)
+        sub.matrix = None
+        sub.results = str(root / combo.name)
+        sub.combination = combo.name
+        sub.operator_version = combo.operator_version or args.operator_version
+        sub.set_values = [*args.set_values, *combo.set_values()]
+        sub.install_operator = True
+        if (args.target or "sim") == "sim":
+            sub.profile = combo.sim_profile
+        sub.pytest_args = list(args.pytest_args)
+        codes.append(_run_once(sub))
+        done.append(root / combo.name)
+    from reports.build import build_matrix_report
+    from reports.load import load_results
+
+    loaded = [load_results(d) for d in done if (d / "results.json").is_file()]
+    if loaded:
+        paths = build_matrix_report(loaded, root / "matrix-report")
+        _say(f"matrix report: {paths.get('html')}")
+    return max(codes) if codes else 2
+
+
+def _run_once(args) -> int:
     from conformance.env import Options, auto_target
 
     if args.requirement:
@@ -278,6 +318,8 @@ def cmd_run(args) -> int:
 
 def _run_pytest(args, target: str, kubeconfig: str | None, results: Path, run_id: str,
                 suites: list[str], sim_name: str | None) -> int:
+    if getattr(args, "combination", None):
+        args.pytest_args = [*args.pytest_args, f"--combination={args.combination}"]
     cmd = [sys.executable, "-m", "pytest", *[str(SUITE_DIR / s) for s in suites],
            f"--target={target}", f"--gpu-results={results}", f"--run-id={run_id}",
            f"--junitxml={results / 'junit.xml'}", f"--alluredir={results / 'allure-results'}",
@@ -378,6 +420,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--operator-version", metavar="V")
     run.add_argument("--operator-values", metavar="FILE")
     run.add_argument("--set", action="append", default=[], metavar="K=V", dest="set_values")
+    run.add_argument("--matrix", metavar="FILE",
+                     help="run every combination of operator versions x values x sharing "
+                          "configs in FILE (installs the operator for each)")
     run.add_argument("--keep", action="store_true",
                      help="keep the sim / the installed operator afterwards")
     run.add_argument("--disruptive", action="store_true")

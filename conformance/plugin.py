@@ -61,6 +61,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--gpu-results", metavar="DIR",
                     help="write results.json (and evidence/) into DIR")
     group.addoption("--run-id", metavar="ID", help="label value for this run's objects")
+    group.addoption("--combination", metavar="NAME",
+                    help="name of the matrix combination this run is (kept in the results)")
     group.addoption("--helm-release", metavar="NAME",
                     help="the operator's Helm release, when this run installed it")
     group.addoption("--sim-name", default="gpuconf", metavar="NAME",
@@ -117,6 +119,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RESULTS_KEY] = RunResults(
         run_id=run_id, target=config.getoption("target") or "auto",
         profile=config.getoption("sim_profile"), faults=list(config.getoption("sim_fault")),
+        combination=config.getoption("combination"),
         pytest_args=list(config.invocation_params.args))
     config.stash[ENV_KEY] = None
     from conformance import fixtures

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.cluster.namespaces import leftover_namespaces
 from conformance.sim import profiles
 from conformance.sim.faults import FAULTS
 from tests.integration.conftest import run_suites, verdicts
@@ -51,7 +52,7 @@ def test_suites_pass_on_healthy_profile(profile, sim, sim_state, tmp_path):
 
 
 @pytest.mark.parametrize("fault", sorted(EXPECTED))
-def test_fault_fails_the_right_requirements(fault, sim, sim_state, tmp_path):
+def test_fault_fails_the_right_requirements(fault, sim, sim_cluster, sim_state, tmp_path):
     profile, must_fail, layer_word = EXPECTED[fault]
     sim_state(profile, [fault])
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, *SUITES)
@@ -64,3 +65,4 @@ def test_fault_fails_the_right_requirements(fault, sim, sim_state, tmp_path):
     assert layer_word.lower() in diagnoses.lower(), diagnoses
     failing = [rows[i] for i in must_fail]
     assert all(r["evidence"] for r in failing), "a failing check attached no evidence"
+    assert leftover_namespaces(sim_cluster) == [], "failing checks left test namespaces behind"

@@ -61,3 +61,31 @@ def test_chart_install_suite_and_clean_uninstall(chart_sim, tmp_path):
 def test_existing_operator_is_left_alone(sim):
     assert operator_install.install_operator(_args(), str(sim.kubeconfig), "sim",
                                              progress=lambda _m: None) is None
+
+
+def test_matrix_runs_keep_combinations_apart(tmp_path):
+    """Two values sets of the real chart on the sim: two runs, results and report apart."""
+    import json
+    import subprocess
+    import sys
+
+    if not CHART.is_dir():
+        pytest.skip(f"the GPU Operator chart is not at {CHART}")
+    matrix = tmp_path / "matrix.yaml"
+    matrix.write_text("values:\n  default: {}\n  no-dcgm: {dcgmExporter.enabled: 'false'}\n"
+                      "sharing:\n  none: {sim_profile: healthy}\n")
+    results = tmp_path / "results"
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--matrix",
+                           str(matrix), "--operator-chart", str(CHART), "--suite", "stack",
+                           "--results", str(results)], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    docs = {d.name: json.loads((d / "results.json").read_text())
+            for d in results.iterdir() if (d / "results.json").is_file()}
+    assert set(docs) == {"chart_default_none", "chart_no-dcgm_none"}
+    dcgm = {name: {r["id"]: r["verdict"] for r in doc["requirements"]}["STACK-DCGM-001"]
+            for name, doc in docs.items()}
+    assert dcgm == {"chart_default_none": "pass", "chart_no-dcgm_none": "not-applicable"}
+    assert all(doc["run"]["combination"] == name for name, doc in docs.items())
+    html = (results / "matrix-report" / "report.html").read_text()
+    assert "chart_default_none" in html and "chart_no-dcgm_none" in html
