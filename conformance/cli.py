@@ -180,6 +180,23 @@ def cmd_rbac(args) -> int:
     return 0
 
 
+def cmd_validate_sharing(args) -> int:
+    """Check a device plugin sharing config file before it goes into a cluster."""
+    from conformance.sim.gfd import sharing_config_warnings, validate_sharing_config
+
+    try:
+        text = Path(args.file).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
+    errors = validate_sharing_config(text)
+    if errors:
+        raise UsageError(f"invalid sharing config {args.file}: " + "; ".join(errors))
+    for warning in sharing_config_warnings(text):
+        _say(f"warning: {warning}")
+    print(f"{args.file}: valid device plugin sharing config")
+    return 0
+
+
 def cmd_cleanup(args) -> int:
     from conformance.cluster import namespaces
     from conformance.cluster.client import check_reachable, connect
@@ -492,6 +509,10 @@ def build_parser() -> argparse.ArgumentParser:
     rb.add_argument("--context", metavar="NAME")
     rb.add_argument("-o", "--output", default="gpuconf-sa.kubeconfig", metavar="FILE")
     rb.set_defaults(func=cmd_rbac)
+
+    vs = sub.add_parser("validate-sharing", help="check a device plugin sharing config file")
+    vs.add_argument("file", metavar="FILE")
+    vs.set_defaults(func=cmd_validate_sharing)
 
     clean = sub.add_parser("cleanup", help="remove objects left by earlier runs")
     clean.add_argument("--kubeconfig", metavar="PATH")

@@ -3,7 +3,9 @@ and on per node, and a killed operator comes back. These checks change the clust
 run only with --disruptive, save what they change first and restore it in cleanup.
 
 Checklist (gpu-operator tests/scripts/update-clusterpolicy.sh, end-to-end.sh steps 5-7):
-- OPS-REC-001 devicePlugin.env reaches the device plugin DaemonSet; dcgmExporter.enabled=false
+- OPS-REC-001 devicePlugin.env reaches the device plugin DaemonSet; mig.strategy=mixed reaches
+  MIG_STRATEGY in the plugin and GFD; a devicePlugin.config switch reaches the plugin (its
+  ConfigMap mounted, DEFAULT_CONFIG set); dcgmExporter.enabled=false
   removes the DCGM exporter pods and true brings them back
 - OPS-REC-002 nvidia.com/gpu.deploy.operands=false empties a node of operands; restoring it
   brings them back
@@ -24,6 +26,7 @@ from conformance.cluster.waits import wait_for
 pytestmark = pytest.mark.disruptive
 
 PLUGIN_DS = "nvidia-device-plugin-daemonset"
+GFD_DS = "gpu-feature-discovery"
 DCGM_APP = "nvidia-dcgm-exporter"
 
 
@@ -68,6 +71,19 @@ def test_cluster_policy_change_reaches_operands(cluster, policy, gpu_env):
              lambda: _ds_env(cluster, ns, PLUGIN_DS).get("GPUCONF_RECONCILE_PROBE") == marker,
              timeout=gpu_env.options.reconcile_timeout, interval=1.0,
              describe_last=lambda: str(_ds_env(cluster, ns, PLUGIN_DS)))
+    _patch_spec(cluster, policy, {"mig": {"strategy": "mixed"}})
+    for ds in (PLUGIN_DS, GFD_DS):
+        wait_for(f"MIG_STRATEGY=mixed in DaemonSet {ns}/{ds} (spec.mig.strategy=mixed)",
+                 lambda d=ds: _ds_env(cluster, ns, d).get("MIG_STRATEGY") == "mixed",
+                 timeout=gpu_env.options.reconcile_timeout, interval=1.0,
+                 describe_last=lambda d=ds: str(_ds_env(cluster, ns, d)))
+    _patch_spec(cluster, policy, {"devicePlugin": {"config": {"name": marker,
+                                                              "default": "any"}}})
+    wait_for(f"the device plugin to switch to sharing config {marker}",
+             lambda: _ds_env(cluster, ns, PLUGIN_DS).get("DEFAULT_CONFIG") == "any"
+             and marker in str(cluster.apps.read_namespaced_daemon_set(
+                 PLUGIN_DS, ns).spec.template.spec.volumes),
+             timeout=gpu_env.options.reconcile_timeout, interval=1.0)
     _patch_spec(cluster, policy, {"dcgmExporter": {"enabled": False}})
     wait_for(f"DCGM exporter pods in {ns} to disappear (dcgmExporter.enabled=false)",
              lambda: not _pods(cluster, ns, DCGM_APP), timeout=gpu_env.options.reconcile_timeout,

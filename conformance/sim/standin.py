@@ -188,7 +188,17 @@ def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
     annotations = {}
     if state.has("operand-crashloop") and op.name == "nvidia-dcgm-exporter":
         annotations[CRASHLOOP_ANNOTATION] = "true"
-    env = [{"name": k, "value": str(v)} for k, v in operands.operand_env(op, spec).items()]
+    env_map = operands.operand_env(op, spec)
+    config = ((spec.get("devicePlugin") or {}).get("config") or {})
+    volumes = []
+    if op.name in ("nvidia-device-plugin-daemonset", "gpu-feature-discovery") and config.get(
+            "name"):
+        # The operator's config-manager side: the sharing ConfigMap mounted, its default named.
+        env_map = {**env_map, "CONFIG_FILE_SRCDIR": "/available-configs",
+                   "DEFAULT_CONFIG": str(config.get("default", ""))}
+        annotations["sim.gpuconf.io/config-map"] = str(config["name"])
+        volumes = [{"name": "available-configs", "configMap": {"name": str(config["name"])}}]
+    env = [{"name": k, "value": str(v)} for k, v in env_map.items()]
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
         "metadata": {"name": op.name, "namespace": state.operator_namespace,
@@ -207,6 +217,7 @@ def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
                     "priorityClassName": "system-node-critical",
                     "containers": [{"name": op.container, "image": op.image(spec),
                                     "env": env}],
+                    **({"volumes": volumes} if volumes else {}),
                 },
             },
         },

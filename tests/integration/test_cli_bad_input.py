@@ -124,3 +124,33 @@ def test_kind_without_docker_engine(tmp_path):
                    env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     assert proc.returncode == 2, proc.stderr
     assert "Docker engine" in proc.stderr
+
+
+def test_report_of_a_missing_results_folder(tmp_path):
+    assert_usage_error(gpuconf("report", str(tmp_path / "nope"), "-o", str(tmp_path / "out")),
+                       "nope")
+
+
+def test_report_of_results_in_an_older_format(tmp_path):
+    (tmp_path / "results.json").write_text('{"format": "gpuconf-results", "version": 0}')
+    assert_usage_error(gpuconf("report", str(tmp_path), "-o", str(tmp_path / "out")),
+                       "version")
+
+
+def test_certify_without_runs_or_a_driver_version():
+    assert_usage_error(gpuconf("certify"), "--baseline")
+
+
+def test_bad_sharing_config_file(tmp_path):
+    bad = tmp_path / "sharing.yaml"
+    bad.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                   "    - name: nvidia.com/gpu\n      replicas: 1\n")
+    assert_usage_error(gpuconf("validate-sharing", str(bad)), "replicas")
+
+
+def test_good_sharing_config_file(tmp_path):
+    good = tmp_path / "sharing.yaml"
+    good.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                    "    - name: nvidia.com/gpu\n      replicas: 4\n")
+    proc = gpuconf("validate-sharing", str(good))
+    assert proc.returncode == 0, proc.stderr

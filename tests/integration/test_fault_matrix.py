@@ -66,3 +66,25 @@ def test_fault_fails_the_right_requirements(fault, sim, sim_cluster, sim_state, 
     failing = [rows[i] for i in must_fail]
     assert all(r["evidence"] for r in failing), "a failing check attached no evidence"
     assert leftover_namespaces(sim_cluster) == [], "failing checks left test namespaces behind"
+
+
+def test_certify_names_exactly_the_injected_fault(sim, sim_state, tmp_path):
+    """Two real runs that differ in one fault: certification names exactly that requirement."""
+    import subprocess
+    import sys
+
+    sim_state("healthy")
+    run_suites(sim.kubeconfig, tmp_path / "baseline", "stack")
+    sim_state("healthy", ["clusterpolicy-notready"])
+    run_suites(sim.kubeconfig, tmp_path / "candidate", "stack")
+    proc = subprocess.run([sys.executable, "-m", "conformance.cli", "certify", "--baseline",
+                           str(tmp_path / "baseline"), "--candidate", str(tmp_path / "candidate"),
+                           "--output", str(tmp_path / "cert.json")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "NOT CERTIFIED" in proc.stdout
+    import json
+
+    cert = json.loads((tmp_path / "cert.json").read_text())
+    assert cert["regressions"]["requirements"] == ["STACK-OP-002"], cert
+    assert [c["id"] for c in cert["requirement_changes"]] == ["STACK-OP-002"], cert
