@@ -313,7 +313,9 @@ def _message(report: pytest.TestReport) -> str:
         return str(longrepr[2]).removeprefix("Skipped: ")
     crash = getattr(longrepr, "reprcrash", None)
     if crash is not None:
-        return crash.message.removeprefix("AssertionError: ").strip()
+        # pytest appends the rewritten expression ("assert not [...]"); the sentence is enough
+        text = crash.message.removeprefix("AssertionError: ")
+        return text.split("\nassert ")[0].strip()
     return str(longrepr).strip().splitlines()[-1] if longrepr else ""
 
 

@@ -25,7 +25,7 @@ import pytest
 from conformance.checks import kernel_pods, scheduling
 from conformance.cluster import evidence as ev
 from conformance.cluster import namespaces
-from conformance.plugin import not_applicable
+from conformance.plugin import finding, not_applicable
 
 NODE_CHECKS = ("STACK-NODE-001", "STACK-NODE-002", "STACK-NODE-003", "STACK-NODE-004",
                "STACK-NODE-005", "STACK-NODE-006", "STACK-NODE-007")
@@ -92,7 +92,7 @@ def _verdicts(inventories: dict[str, dict], req_id: str) -> list[tuple[str, dict
     return found
 
 
-def _judge(inventories, req_id: str, evidence) -> None:
+def _judge(inventories, req_id: str, evidence, request=None) -> None:
     found = _verdicts(inventories, req_id)
     evidence.append(ev.Evidence("nvml-inventory.json", json.dumps(
         {n: d.get("inventory") for n, d in inventories.items()}, indent=1)[:100_000]))
@@ -101,19 +101,22 @@ def _judge(inventories, req_id: str, evidence) -> None:
     assert not failed, "; ".join(failed[:5])
     if all(v["verdict"] == "not-applicable" for _n, v in found):
         not_applicable("; ".join(v["message"] for _n, v in found[:3]))
+    if request is not None:  # what was seen, for the report
+        finding(request, "; ".join(f"{node}: {v['message']}" for node, v in found[:3]))
 
 
 @pytest.mark.parametrize("req_id", [pytest.param(r, id=r, marks=pytest.mark.requirement(r))
                                     for r in NODE_CHECKS])
-def test_nvml_inventory(req_id, inventories, evidence):
-    _judge(inventories, req_id, evidence)
+def test_nvml_inventory(req_id, inventories, evidence, request):
+    _judge(inventories, req_id, evidence, request)
 
 
 @pytest.mark.requirement("STACK-DRV-003")
-def test_nvml_driver_version_matches_labels(inventories, gpu_nodes, gpu_env, evidence):
+def test_nvml_driver_version_matches_labels(inventories, gpu_env, evidence, request):
     """NVML's driver (what containers load) against --expected-driver-version and GFD's label."""
-    _judge(inventories, "STACK-NODE-002", evidence)
-    labels = {n.name: n.label("nvidia.com/cuda.driver-version.full") for n in gpu_nodes or []}
+    _judge(inventories, "STACK-NODE-002", evidence, request)
+    nodes = request.getfixturevalue("gpu_nodes") if gpu_env.cluster is not None else []
+    labels = {n.name: n.label("nvidia.com/cuda.driver-version.full") for n in nodes}
     mismatched = []
     for node, doc in inventories.items():
         nvml = (doc.get("inventory") or {}).get("driver_version")
