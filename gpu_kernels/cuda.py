@@ -115,3 +115,16 @@ def blocks_per_sm(cp: Any, kernel: Any, block: int) -> int:
 def sm_count(cp: Any) -> int:
     dev = cp.cuda.Device()
     return int(dev.attributes["MultiProcessorCount"])
+
+
+def print_result(kind: str, produce) -> int:
+    """Run ``produce()`` and print its result as one JSON line; no CuPy becomes an error result
+    (exit 3, "could not run here"). Returns the exit code, for the entry points' ``main``."""
+    from gpu_kernels import result
+
+    try:
+        out = produce()
+    except CupyUnavailable as exc:
+        out = result.error_result(kind, str(exc))
+    print(result.dumps(out), flush=True)
+    return int(out["exit_code"])

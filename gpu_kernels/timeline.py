@@ -56,12 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--options", type=json.loads, default={},
                         help='kernel options as JSON, e.g. \'{"dtype": "bf16"}\'')
     args = parser.parse_args(argv)
-    try:
-        out = run(args.kind, args.options, args.seconds, args.idle)
-    except cuda.CupyUnavailable as exc:
-        out = result.error_result("timeline", str(exc))
-    print(result.dumps(out), flush=True)
-    return int(out["exit_code"])
+    return cuda.print_result("timeline", lambda: run(args.kind, args.options, args.seconds,
+                                                     args.idle))
 
 
 if __name__ == "__main__":

@@ -69,12 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=1.0)
     parser.add_argument("--trials", type=int, default=5)
     args = parser.parse_args(argv)
-    try:
-        out = sweep(args.seconds, args.trials)
-    except cuda.CupyUnavailable as exc:
-        out = result.error_result("tune", str(exc))
-    print(result.dumps(out), flush=True)
-    return int(out["exit_code"])
+    return cuda.print_result("tune", lambda: sweep(args.seconds, args.trials))
 
 
 if __name__ == "__main__":

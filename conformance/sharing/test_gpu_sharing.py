@@ -62,20 +62,16 @@ def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, evidence):
     assert doc.get("verdict") == "pass", f"beyond the thresholds {doc.get('thresholds')}: {summary}"
 
 
-@pytest.mark.requirement("SHARE-ISO-001")
-def test_memory_isolation_finding(request, gpu_env, evidence):
-    doc = _experiment(request, gpu_env, ["isolation", "--mode", "memory"])
+ISOLATION = [
+    pytest.param("memory", id="memory", marks=pytest.mark.requirement("SHARE-ISO-001")),
+    pytest.param("fault", id="fault", marks=pytest.mark.requirement("SHARE-ISO-002")),
+]
+
+
+@pytest.mark.parametrize("mode", ISOLATION)
+def test_isolation_finding(mode, request, gpu_env, evidence):
+    doc = _experiment(request, gpu_env, ["isolation", "--mode", mode])
     record_measurement(request, "isolation", doc)
-    evidence.append(ev.Evidence("finding-memory-isolation.json", json.dumps(doc, indent=1)))
+    evidence.append(ev.Evidence(f"finding-{mode}-isolation.json", json.dumps(doc, indent=1)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
     finding(request, str(doc["finding"]))
-
-
-@pytest.mark.requirement("SHARE-ISO-002")
-def test_fault_isolation_finding(request, gpu_env, evidence):
-    doc = _experiment(request, gpu_env, ["isolation", "--mode", "fault"])
-    record_measurement(request, "isolation", doc)
-    evidence.append(ev.Evidence("finding-fault-isolation.json", json.dumps(doc, indent=1)))
-    assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
-    finding(request, str(doc["finding"]))
-
