@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from conformance.cluster.client import connect
+from conformance.cluster.namespaces import wait_for_default_service_account
 from conformance.sim import standin
 from conformance.sim.controlplane import ClusterState, ControlPlane, _pid_alive
 from conformance.sim.faults import validate as validate_faults
@@ -33,8 +34,6 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
         state.profile = profile
         state.save()
         cluster = connect(str(state.kubeconfig))
-        from conformance.cluster.namespaces import wait_for_default_service_account
-
         wait_for_default_service_account(cluster, "default")
         standin.reconcile(cluster, sim_state, chart=chart, progress=progress)
         _start_standin(state, progress)
@@ -56,12 +55,10 @@ ROLLOUT_TIMEOUT_S = 600.0  # 500 nodes x 7 operands on 2 cores takes minutes; 2 
 def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) -> None:
     """Until the operator Deployment is available and every operand DaemonSet is rolled out
     as far as the faults allow (a crash-looping or untolerated operand never is)."""
-    import time as _time
-
     ns = sim_state.operator_namespace
-    deadline = _time.monotonic() + ROLLOUT_TIMEOUT_S
+    deadline = time.monotonic() + ROLLOUT_TIMEOUT_S
     last = ""
-    while _time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         dss = cluster.apps.list_namespaced_daemon_set(ns).items
         deps = cluster.apps.list_namespaced_deployment(ns).items
         desired = sum(d.status.desired_number_scheduled or 0 for d in dss)
@@ -76,7 +73,7 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
         if dep_ok and settled and all(d.status.observed_generation == d.metadata.generation
                                       for d in dss):
             return
-        _time.sleep(1.0)
+        time.sleep(1.0)
     progress(f"operands still rolling out after {ROLLOUT_TIMEOUT_S:.0f}s: {last}")
 
 
