@@ -69,9 +69,12 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
         if msg != last:
             progress(msg)
             last = msg
-        settled = desired and (ready == desired or sim_state.faults)
-        if dep_ok and settled and all(d.status.observed_generation == d.metadata.generation
-                                      for d in dss):
+        updated = all((d.status.updated_number_scheduled or 0)
+                      == (d.status.desired_number_scheduled or 0)
+                      and d.status.observed_generation == d.metadata.generation for d in dss)
+        # With faults some operands never get Ready, but every template must have rolled out.
+        settled = desired and updated and (ready == desired or sim_state.faults)
+        if dep_ok and settled:
             return
         time.sleep(1.0)
     progress(f"operands still rolling out after {ROLLOUT_TIMEOUT_S:.0f}s: {last}")

@@ -495,11 +495,15 @@ def _template_changed(current, body: dict) -> bool:
 
 
 def _restart_pods(cluster: Cluster, ns: str, body: dict) -> None:
-    if body["spec"]["updateStrategy"]["type"] != "OnDelete":
-        return
+    """Replace every pod of a changed operand at once: OnDelete needs it, and for RollingUpdate
+    it makes a fault's new template reach every node now instead of one node at a time."""
     app = body["spec"]["selector"]["matchLabels"]["app"]
     for pod in cluster.core.list_namespaced_pod(ns, label_selector=f"app={app}").items:
-        cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+        try:
+            cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+        except ApiException as exc:
+            if exc.status != 404:  # the DaemonSet controller may have been quicker
+                raise
 
 
 # ---- controller loop -----------------------------------------------------------------------
