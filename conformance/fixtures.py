@@ -26,6 +26,15 @@ def cluster_policy(cluster) -> dict | None:
 
 
 @pytest.fixture
+def gpu_allocation_lock(cluster, gpu_env):
+    """Held while a check allocates GPUs, so parallel runs and workers do not interleave."""
+    from conformance.cluster.locks import held
+
+    with held(cluster, "gpuconf-gpu-allocation", gpu_env.run_id):
+        yield
+
+
+@pytest.fixture
 def require_gpu_nodes(gpu_nodes) -> list[GpuNode]:
     """GPU nodes, failing with the count (not a later timeout) when there are none."""
     assert gpu_nodes, ("0 nodes are labelled nvidia.com/gpu.present=true: no GPU nodes, or "

@@ -16,6 +16,7 @@ from conformance.checks.pods import PodSpec
 
 
 @pytest.mark.requirement("SCHED-ALLOC-001")
+@pytest.mark.usefixtures("gpu_allocation_lock")
 def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, require_gpu_nodes):
     choice = scheduling.pick_node(cluster, require_gpu_nodes)
     assert choice is not None, (
@@ -31,6 +32,7 @@ def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, requ
 
 
 @pytest.mark.requirement("SCHED-ALLOC-002")
+@pytest.mark.usefixtures("gpu_allocation_lock")
 def test_multi_gpu_request_lands_on_one_node(cluster, namespace, gpu_env, require_gpu_nodes):
     choice = scheduling.pick_node(cluster, require_gpu_nodes)
     assert choice is not None, "no schedulable GPU node has free GPUs"

@@ -28,6 +28,7 @@ def _products(nodes) -> dict[str, list]:
 
 
 @pytest.mark.requirement("SCHED-PLACE-001")
+@pytest.mark.usefixtures("gpu_allocation_lock")
 def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env,
                                                   require_gpu_nodes):
     products = _products(require_gpu_nodes)
@@ -54,6 +55,7 @@ def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env,
 
 
 @pytest.mark.requirement("SCHED-PLACE-002")
+@pytest.mark.usefixtures("gpu_allocation_lock")
 def test_compute_capability_affinity_places_on_new_generation(request, cluster, namespace,
                                                                gpu_env, require_gpu_nodes):
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {

@@ -17,6 +17,7 @@ NODES_SAMPLED = 3
 
 
 @pytest.mark.requirement("SCHED-TAINT-001")
+@pytest.mark.usefixtures("gpu_allocation_lock")
 def test_tainted_gpu_nodes_take_only_tolerating_pods(cluster, namespace, gpu_env,
                                                      require_gpu_nodes):
     tainted = [n for n in require_gpu_nodes

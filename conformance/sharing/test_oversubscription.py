@@ -23,6 +23,7 @@ def _shared_nodes(nodes):
 
 
 @pytest.mark.requirement("SHARE-OVS-001")
+@pytest.mark.usefixtures("gpu_allocation_lock")
 def test_replicas_pods_share_and_one_more_waits(cluster, namespace, gpu_env, require_gpu_nodes):
     shared = _shared_nodes(require_gpu_nodes)
     if not shared:
@@ -38,6 +39,7 @@ def test_replicas_pods_share_and_one_more_waits(cluster, namespace, gpu_env, req
 
 
 @pytest.mark.requirement("SHARE-FRGO-001")
+@pytest.mark.usefixtures("gpu_allocation_lock")
 def test_fail_requests_greater_than_one(cluster, cluster_policy, namespace, gpu_env,
                                         require_gpu_nodes):
     docs = sharing.read(cluster, cluster_policy, gpu_env.options.operator_namespace)

@@ -478,9 +478,27 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict) -> None:
             cluster.apps.create_namespaced_daemon_set(ns, body)
         elif _template_changed(current, body):
             cluster.apps.replace_namespaced_daemon_set(name, ns, body)
+            if name == "nvidia-driver-daemonset" and _image_changed(current, body):
+                _mark_upgrade_required(cluster)
             _restart_pods(cluster, ns, body)  # OnDelete operands need their pods replaced
     for name in existing:
         cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
+
+
+UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
+
+
+def _image_changed(current, body: dict) -> bool:
+    return (current.spec.template.spec.containers[0].image
+            != body["spec"]["template"]["spec"]["containers"][0]["image"])
+
+
+def _mark_upgrade_required(cluster: Cluster) -> None:
+    """The operator's upgrade controller: a new driver image puts every GPU node in
+    upgrade-required until its new driver pod runs (then GFD reports the new version)."""
+    for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
+        cluster.core.patch_node(node.metadata.name,
+                                {"metadata": {"labels": {UPGRADE_STATE: "upgrade-required"}}})
 
 
 def _template_changed(current, body: dict) -> bool:
@@ -539,7 +557,7 @@ def _relabel_upgraded_drivers(cluster: Cluster, state: SimState, spec: dict) -> 
                                for c in (p.status.conditions or []))}
     for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
         lab = node.metadata.labels or {}
-        if node.metadata.name in upgraded and lab.get(L.DRIVER_FULL) not in (None, version):
+        if node.metadata.name in upgraded and lab.get(UPGRADE_STATE) == "upgrade-required":
             parts = ([*version.split("."), "", ""])[:3]
             cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": {
                 L.DRIVER_FULL: version, L.DRIVER_MAJOR: parts[0],
