@@ -14,6 +14,7 @@ reaction to ClusterPolicy and node-label changes and the device plugin's admissi
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import json
 import logging
@@ -472,17 +473,30 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict) -> None:
         wanted[op.name] = daemonset_manifest(op, state, spec, owner)
     existing = {d.metadata.name: d for d in cluster.apps.list_namespaced_daemon_set(
         ns, label_selector=f"{STANDIN_LABEL}=true").items}
+    # `sim set` and the controller loop may both act on one change: whoever is second finds
+    # the object already created (409) or already gone (404), which is the state wanted.
     for name, body in wanted.items():
         current = existing.pop(name, None)
-        if current is None:
-            cluster.apps.create_namespaced_daemon_set(ns, body)
-        elif _template_changed(current, body):
-            cluster.apps.replace_namespaced_daemon_set(name, ns, body)
-            if name == "nvidia-driver-daemonset" and _image_changed(current, body):
-                _mark_upgrade_required(cluster)
-            _restart_pods(cluster, ns, body)  # OnDelete operands need their pods replaced
+        with _already_done(409, 404):
+            if current is None:
+                cluster.apps.create_namespaced_daemon_set(ns, body)
+            elif _template_changed(current, body):
+                cluster.apps.replace_namespaced_daemon_set(name, ns, body)
+                if name == "nvidia-driver-daemonset" and _image_changed(current, body):
+                    _mark_upgrade_required(cluster)
+                _restart_pods(cluster, ns, body)  # OnDelete operands need their pods replaced
     for name in existing:
-        cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
+        with _already_done(404):
+            cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
+
+
+@contextlib.contextmanager
+def _already_done(*statuses: int):
+    try:
+        yield
+    except ApiException as exc:
+        if exc.status not in statuses:
+            raise
 
 
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
