@@ -21,8 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from conformance import yamlfile
 from conformance.errors import UsageError
 
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -46,12 +45,7 @@ class Combination:
 
 
 def load(path: str | Path) -> list[Combination]:
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"cannot read matrix file {path}: {exc.strerror}") from None
-    except yaml.YAMLError:
-        raise UsageError(f"matrix file {path} is not valid YAML") from None
+    doc = yamlfile.load(path, "matrix file")
     if not isinstance(doc, dict):
         raise UsageError(f"matrix file {path}: expected a mapping with operator_versions, "
                          "values, sharing")

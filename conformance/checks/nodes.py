@@ -59,7 +59,3 @@ def list_gpu_nodes(cluster: Cluster) -> list[GpuNode]:
         ))
     return sorted(out, key=lambda n: n.name)
 
-
-def names(nodes: list[GpuNode], limit: int = 10) -> str:
-    shown = ", ".join(n.name for n in nodes[:limit])
-    return shown + (f" and {len(nodes) - limit} more" if len(nodes) > limit else "")

@@ -11,7 +11,6 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance import labels as L
 from conformance.cluster.client import Cluster
-from conformance.cluster.namespaces import MANAGED_BY, MANAGER
 from conformance.cluster.waits import wait_for
 
 # The real scheduler binds a pod in well under a second; 30 s covers a loaded 2-core sim and a
@@ -80,16 +79,6 @@ def create(cluster: Cluster, namespace: str, spec: PodSpec, run_id: str) -> str:
     body = spec.manifest(run_labels(run_id))
     cluster.core.create_namespaced_pod(namespace, body)
     return body["metadata"]["name"]
-
-
-def create_raw(cluster: Cluster, namespace: str, body: dict) -> ApiException | None:
-    """Create a pod and return the API server's refusal instead of raising it."""
-    body.setdefault("metadata", {}).setdefault("labels", {})[MANAGED_BY] = MANAGER
-    try:
-        cluster.core.create_namespaced_pod(namespace, body)
-    except ApiException as exc:
-        return exc
-    return None
 
 
 def node_of(cluster: Cluster, namespace: str, name: str) -> str | None:

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import urllib3
-import yaml
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
+from conformance import yamlfile
 from conformance.errors import UsageError
 
 RETRY_TOTAL = 8  # with backoff 0.5 s doubling (capped at 10 s) this rides out ~40 s of outage
@@ -95,12 +95,7 @@ def _count_requests(api_client: client.ApiClient, counter: RequestCounter) -> No
 
 
 def kubeconfig_contexts(path: str) -> list[str]:
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise UsageError(f"cannot read kubeconfig {path}: {exc.strerror}") from None
-    except yaml.YAMLError:
-        raise UsageError(f"kubeconfig {path} is not valid YAML: fix or regenerate it") from None
+    doc = yamlfile.load(path, "kubeconfig", fix="fix or regenerate it")
     if not isinstance(doc, dict) or not isinstance(doc.get("contexts", []), list):
         raise UsageError(f"kubeconfig {path} is malformed (no contexts list)")
     return [c.get("name") for c in doc.get("contexts") or [] if isinstance(c, dict)]
