@@ -17,7 +17,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from conformance import catalog
+from kubernetes.client.exceptions import ApiException
+
+from conformance import catalog, interrupts
 from conformance.errors import ComponentFailed, UsageError
 
 SUITES = ("stack", "scheduling", "sharing", "operations")
@@ -104,7 +106,8 @@ def cmd_sim_faults(args) -> int:
 
     for f in FAULTS:
         print(f"{f.name:<36} {f.description}\n{'':<36} symptom: {f.symptom}\n"
-              f"{'':<36} suspect: {f.suspect}")
+              f"{'':<36} suspect: {f.suspect}"
+              + ("" if f.profile == "healthy" else f"\n{'':<36} shows on: --profile {f.profile}"))
     return 0
 
 
@@ -321,16 +324,21 @@ def _run_once(args) -> int:
             args.pytest_args = [*args.pytest_args, f"--helm-release={installed.release}"]
         code = _run_pytest(args, target, kubeconfig, results, run_id, suites, sim_name)
     finally:
-        if installed is not None and not args.keep:
-            installed.uninstall(progress=_say)
-        if sim_name and not args.keep:
-            from conformance.sim import cluster as simcluster
-
-            _say(f"stopping the sim {sim_name!r}")
-            simcluster.down(sim_name, progress=lambda _m: None)
-        elif sim_name:
-            _say(f"kept the sim {sim_name!r}: `gpuconf sim down --name {sim_name}` removes it")
+        with interrupts.deferred():  # another Ctrl-C must not leave the operator or the sim
+            _tear_down_run(args, installed, sim_name)
     return code
+
+
+def _tear_down_run(args, installed, sim_name: str | None) -> None:
+    if installed is not None and not args.keep:
+        installed.uninstall(progress=_say)
+    if sim_name and not args.keep:
+        from conformance.sim import cluster as simcluster
+
+        _say(f"stopping the sim {sim_name!r}")
+        simcluster.down(sim_name, progress=lambda _m: None)
+    elif sim_name:
+        _say(f"kept the sim {sim_name!r}: `gpuconf sim down --name {sim_name}` removes it")
 
 
 def _run_pytest(args, target: str, kubeconfig: str | None, results: Path, run_id: str,
@@ -522,6 +530,13 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _api_message(exc: ApiException) -> str:
+    try:
+        return json.loads(exc.body or "{}").get("message") or "(no message)"
+    except ValueError:
+        return (exc.body or "(no message)")[:300]
+
+
 def _interrupt(signum, frame):
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -538,6 +553,10 @@ def main(argv: list[str] | None = None) -> int:
     except catalog.UnknownRequirement as exc:
         print(f"gpuconf: error: {exc}", file=sys.stderr)
         return 2
+    except ApiException as exc:  # the cluster refused a request the command needed
+        print(f"gpuconf: error: the API server answered {exc.status} {exc.reason}: "
+              f"{_api_message(exc)}", file=sys.stderr)
+        return 1
     except ComponentFailed as exc:
         print(f"gpuconf: error: {exc}\n--- last lines of the {exc.component} log ---\n"
               f"{exc.log_tail}", file=sys.stderr)

@@ -54,6 +54,38 @@ def fingerprint(env: Env) -> dict:
     }
 
 
+def local_fingerprint() -> dict:
+    """The same shape for ``--target local``: this host's GPUs as NVML reports them."""
+    import socket
+
+    from gpu_kernels import inventory
+
+    inv = inventory.collect()
+    gpus = inv.get("gpus") or []
+    names = sorted({g.get("name") for g in gpus if g.get("name")})
+    memory = [g["memory_total_bytes"] for g in gpus if g.get("memory_total_bytes")]
+    row = {
+        "name": socket.gethostname(),
+        "gpu_product": ", ".join(names) or None,
+        "gpu_count": len(gpus),
+        "gpu_memory_mib": (min(memory) // 2**20) if memory else None,
+        "gpu_resource": None, "allocatable": None, "replicas": None,
+        "sharing_strategy": None,
+        "mig_strategy": "none",
+        "driver_version": inv.get("driver_version"),
+        "cuda_version": inv.get("cuda_driver_version"),
+    }
+    return {
+        "kubernetes_version": None, "operator_version": None, "chart_version": None,
+        "driver_versions": [row["driver_version"]] if row["driver_version"] else [],
+        "cuda_versions": [row["cuda_version"]] if row["cuda_version"] else [],
+        "sharing_strategies": ["none"],
+        "gpu_node_count": 1 if gpus else 0,
+        "nodes": [row] if gpus else [],
+        "source": "NVML on this host (--target local)",
+    }
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value is not None else None

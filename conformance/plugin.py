@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance import catalog
+from conformance import catalog, interrupts
 from conformance.cluster import evidence as ev
 from conformance.cluster import namespaces
 from conformance.env import TARGETS, Env, Options, resolve, teardown
@@ -365,6 +365,16 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    # The sweep and the results file must not be cut short by a second interrupt: a signal
+    # that arrives now is remembered and the run is reported interrupted once they are done.
+    with interrupts.deferred() as late:
+        _finish_session(session, exitstatus, late)
+    if late:
+        session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+
+def _finish_session(session: pytest.Session, exitstatus: int,
+                    late: interrupts.Deferred) -> None:
     config = session.config
     results = config.stash[RESULTS_KEY]
     env: Env | None = config.stash.get(ENV_KEY, None)
@@ -389,10 +399,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         except Exception as exc:  # a fingerprint must never lose the results
             results.fingerprint = {"error": str(exc)}
         results.measurements.setdefault("api_requests", env.cluster.counter.by_verb)
+    elif env is not None and env.target == "local" and not is_worker:
+        from conformance.fingerprint import local_fingerprint
+
+        try:
+            results.fingerprint = local_fingerprint()
+        except Exception as exc:  # no NVML here: the results still count
+            results.fingerprint = {"error": f"no GPU inventory: {exc}"}
     if results.target != "sim":  # the sim options mean nothing for other targets
         results.profile, results.faults = None, []
     folder = config.getoption("gpu_results")
     if folder and not is_worker:
+        if late:
+            results.interrupted, exitstatus = True, pytest.ExitCode.INTERRUPTED
         path = results.write(Path(folder), int(exitstatus))
         config.get_terminal_writer().line(f"gpuconf: results written to {path}")
     if env is not None and config.stash.get(ENV_KEY, None) is env:

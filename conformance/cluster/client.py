@@ -22,6 +22,13 @@ from conformance.errors import UsageError
 RETRY_TOTAL = 8  # with backoff 0.5 s doubling (capped at 10 s) this rides out ~40 s of outage
 RETRY_BACKOFF_S = 0.5
 RETRY_STATUSES = (429, 500, 502, 503, 504)
+# Container logs come from the kubelet through the API server: a 500 there means the node
+# cannot serve them (no kubelet, a gone container), which retrying does not change.
+LOG_RETRY_TOTAL = 2
+LOG_RETRY_STATUSES = (429, 503)
+# "Is anybody there?" before a run: a wrong address should say so in seconds, not after the
+# ~40 s a running suite spends riding out an API server restart.
+PROBE_RETRY_TOTAL = 2
 
 
 class RequestCounter:
@@ -41,15 +48,16 @@ class RequestCounter:
             return sum(self.by_verb.values())
 
 
-def _retry_policy() -> urllib3.Retry:
+def _retry_policy(total: int = RETRY_TOTAL,
+                  statuses: tuple[int, ...] = RETRY_STATUSES) -> urllib3.Retry:
     return urllib3.Retry(
-        total=RETRY_TOTAL,
-        connect=RETRY_TOTAL,
+        total=total,
+        connect=total,
         read=2,
-        status=RETRY_TOTAL,
+        status=total,
         backoff_factor=RETRY_BACKOFF_S,
         backoff_max=10,
-        status_forcelist=RETRY_STATUSES,
+        status_forcelist=statuses,
         allowed_methods=None,  # retry every verb: the suite's writes are idempotent or named
         respect_retry_after_header=True,
         raise_on_status=False,
@@ -67,6 +75,9 @@ class Cluster:
 
     def __post_init__(self) -> None:
         self.core = client.CoreV1Api(self.api_client)
+        self.logs = client.CoreV1Api(
+            self._sibling(_retry_policy(LOG_RETRY_TOTAL, LOG_RETRY_STATUSES)))
+        self.probe = client.VersionApi(self._sibling(_retry_policy(PROBE_RETRY_TOTAL)))
         self.apps = client.AppsV1Api(self.api_client)
         self.custom = client.CustomObjectsApi(self.api_client)
         self.rbac = client.RbacAuthorizationV1Api(self.api_client)
@@ -74,6 +85,16 @@ class Cluster:
         self.apiext = client.ApiextensionsV1Api(self.api_client)
         self.authz = client.AuthorizationV1Api(self.api_client)
         _count_requests(self.api_client, self.counter)
+
+    def _sibling(self, retries: urllib3.Retry) -> client.ApiClient:
+        """The same identity and server under another retry policy (counted alike)."""
+        import copy
+
+        configuration = copy.copy(self.api_client.configuration)
+        configuration.retries = retries
+        sibling = client.ApiClient(configuration)
+        _count_requests(sibling, self.counter)
+        return sibling
 
     @property
     def server(self) -> str:
@@ -129,7 +150,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *,
 def check_reachable(cluster: Cluster, timeout_s: float = 10.0) -> str:
     """The server's version, or a usage error naming the server that did not answer."""
     try:
-        resp = cluster.version.get_code(_request_timeout=timeout_s)
+        resp = cluster.probe.get_code(_request_timeout=timeout_s)
     except (urllib3.exceptions.HTTPError, OSError, client.exceptions.ApiException) as exc:
         raise UsageError(f"cluster at {cluster.server} is unreachable ({_one_line(exc)}): check "
                          "--kubeconfig/--context, or use --target sim") from None

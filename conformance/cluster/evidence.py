@@ -62,7 +62,7 @@ def events_text(cluster: Cluster, namespace: str | None = None,
 
 def pod_logs(cluster: Cluster, namespace: str, pod: str, container: str | None = None) -> str:
     try:
-        text = cluster.core.read_namespaced_pod_log(pod, namespace, container=container,
+        text = cluster.logs.read_namespaced_pod_log(pod, namespace, container=container,
                                                     tail_lines=LOG_TAIL_LINES)
     except ApiException as exc:
         # KWOK pods have no kubelet to serve logs; say so rather than fail the dump.
