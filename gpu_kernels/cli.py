@@ -107,6 +107,9 @@ def build_parser() -> Parser:
         _common(p)
         _trials(p, seconds=5.0, trials=10)
         p.add_argument("--warmup-seconds", type=float, default=1.0)
+        p.add_argument("--rest-seconds", type=float, default=0.0,
+                       help="idle the GPU this long before each trial: measures bursts, "
+                            "below the power limit's clock drop (default 0: sustained)")
         p.add_argument("--bar", type=float, default=None,
                        help="minimum median to pass (default: the H200 bar on an H200)")
         p.add_argument("--no-bar", action="store_true", help="judge no bar")
@@ -163,6 +166,8 @@ def build_parser() -> Parser:
 def _validate(args: argparse.Namespace) -> None:
     if getattr(args, "trials", 5) < 5:
         raise UsageError("--trials must be >= 5")
+    if getattr(args, "rest_seconds", 0.0) < 0:
+        raise UsageError("--rest-seconds must be >= 0")
     if args.kind == "interference" and not args.kernel and not args.mix:
         raise UsageError("interference needs --kernel K or --mix K1,K2")
 
@@ -175,7 +180,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
         return runner.run(kind, _params_of(args, kind), seconds=args.seconds,
                           trials=args.trials, warmup_seconds=args.warmup_seconds,
                           bar=args.bar, no_bar=args.no_bar, max_cv=args.max_cv,
-                          device=args.device)
+                          device=args.device, rest_seconds=args.rest_seconds)
     if kind == "memhog":
         from gpu_kernels import cuda, memhog
 

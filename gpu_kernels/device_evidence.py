@@ -93,6 +93,11 @@ def kernel_steps(best: dict[str, Any], seconds: float) -> list[Step]:
         steps.append(Step("kernels", f"gemm-{dtype}", [
             *PY, "gemm", "--dtype", dtype, "--backend", g["backend"], "--size", str(g["size"]),
             *timing], 15, 120))
+        # The same GEMM in bursts from idle: what the tensor cores deliver before the power
+        # limit pulls the clocks down (each trial ~0.1 s after 2 s of rest)
+        steps.append(Step("kernels", f"gemm-{dtype}-burst", [
+            *PY, "gemm", "--dtype", dtype, "--backend", g["backend"], "--size", str(g["size"]),
+            "--seconds", "1", "--trials", "10", "--rest-seconds", "2", "--json"], 30, 120))
         # From idle: how fast before and after the board reaches its power limit
         options = json.dumps({"dtype": dtype, "backend": g["backend"], "size": g["size"]})
         steps.append(Step("kernels", f"timeline-gemm-{dtype}", [
@@ -172,6 +177,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--prefix", default="h200")
     parser.add_argument("--no-mps", action="store_true")
     parser.add_argument("--skip-tune", action="store_true", help="use the default variants")
+    parser.add_argument("--only", choices=("all", "kernels", "sharing"), default="all",
+                        help="run only the solo kernels or only the sharing experiments")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -190,10 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.skip_tune:
             tuned = (first[-1].result or {}).get("best") or {}
         best = {k: tuned.get(k) or v for k, v in DEFAULT_CHOICE.items()}
-        plan = kernel_steps(best, args.kernel_seconds) + sharing_steps(
-            best, False, args.sharing_seconds)
-        if not args.no_mps:
-            plan += sharing_steps(best, True, args.sharing_seconds - 1.0)
+        plan = kernel_steps(best, args.kernel_seconds) if args.only != "sharing" else []
+        if args.only != "kernels":
+            plan += sharing_steps(best, False, args.sharing_seconds)
+            if not args.no_mps:
+                plan += sharing_steps(best, True, args.sharing_seconds - 1.0)
         for step in plan:
             steps.append(step)
             if time.monotonic() - start + step.estimate_s > args.budget_s:

@@ -56,11 +56,18 @@ def warm_up(cp: Any, w: Workload, seconds: float, min_launches: int = 3) -> dict
 
 
 def run_trials(cp: Any, w: Workload, trials: int, trial_seconds: float,
-               launch_ms: float) -> list[Trial]:
-    """``trials`` trials of about ``trial_seconds`` each, sized from the warm-up launch time."""
+               launch_ms: float, rest_seconds: float = 0.0) -> list[Trial]:
+    """``trials`` trials of about ``trial_seconds`` each, sized from the warm-up launch time.
+
+    ``rest_seconds`` > 0 idles the GPU before each trial: the trials then measure what the
+    card does in bursts, before its power limit pulls the clocks down (the "burst" regime);
+    0 runs them back to back (the "sustained" regime).
+    """
     per_trial = max(3, round(trial_seconds * 1000.0 / max(launch_ms, 1e-3)))
     out = []
     for _ in range(trials):
+        if rest_seconds > 0:
+            time.sleep(rest_seconds)
         events = [cp.cuda.Event() for _ in range(per_trial + 1)]
         host_start = time.monotonic()
         events[0].record()
