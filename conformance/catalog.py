@@ -50,6 +50,9 @@ def _r(*args, **kwargs) -> Requirement:
 
 _DEVICE_PLUGIN = "device plugin (nvidia-device-plugin-daemonset) or the operator that deploys it"
 _GFD = "GPU Feature Discovery (gpu-feature-discovery DaemonSet) labels"
+_ADMISSION = ("a mutating admission webhook or policy rewrites GPU requests before the API "
+              "server validates them (fractional-GPU add-ons do): list the cluster's mutating "
+              "webhooks and admission policies")
 
 REQUIREMENTS: tuple[Requirement, ...] = (
     # --- stack: the operator itself ---------------------------------------------------
@@ -145,11 +148,10 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        severity="minor", cncf=("accelerator_metrics",)),
     # --- scheduling ----------------------------------------------------------------------
     _r("SCHED-INT-001", "A fractional nvidia.com/gpu request is refused by the API server",
-       "scheduling", "api-server", "API server validation of extended resources",
-       cncf=("secure_accelerator_access",)),
+       "scheduling", "api-server", _ADMISSION, cncf=("secure_accelerator_access",)),
     _r("SCHED-INT-002", "GPU requests follow the extended-resource rules (limits required, "
-       "requests equal limits)", "scheduling", "api-server",
-       "API server validation of extended resources", cncf=("secure_accelerator_access",)),
+       "requests equal limits)", "scheduling", "api-server", _ADMISSION,
+       cncf=("secure_accelerator_access",)),
     _r("SCHED-ALLOC-001", "GPUs are allocated whole: a full node leaves the next GPU pod Pending "
        "with Insufficient nvidia.com/gpu", "scheduling", "scheduler",
        "Pending GPU pod: device plugin/operator missing or no free GPU on the node",
@@ -164,9 +166,10 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "on Hopper or newer", "scheduling", "gfd",
        "wrong GPU type: GFD compute-capability labels wrong or missing",
        cncf=("driver_runtime_management",)),
-    _r("SCHED-PLACE-003", "Risk report: GPU types a pod without a selector could land on",
-       "scheduling", "workload", "missing nodeSelector on GFD labels in GPU workloads",
-       severity="info"),
+    _r("SCHED-PLACE-003", "On a cluster of several GPU types, running GPU workloads select "
+       "one (risk report)", "scheduling", "workload",
+       "wrong GPU type: the listed workloads have no nodeSelector on GFD labels "
+       "(nvidia.com/gpu.product) and land on whichever GPU is free", severity="minor"),
     _r("SCHED-TAINT-001", "Tainted GPU nodes accept GPU pods that tolerate nvidia.com/gpu and "
        "refuse pods that do not", "scheduling", "scheduler",
        "GPU node taints: a taint GPU workloads do not tolerate, or a missing toleration",

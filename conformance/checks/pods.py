@@ -11,13 +11,16 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance import labels as L
 from conformance.cluster.client import Cluster
-from conformance.cluster.waits import wait_for
+from conformance.cluster.waits import WaitTimeout, wait_for
 
 # The real scheduler binds a pod in well under a second; 30 s covers a loaded 2-core sim and a
 # busy production scheduler. Image pulls on real clusters get their own, longer timeout.
 SCHEDULE_TIMEOUT_S = 30.0
 PENDING_SETTLE_TIMEOUT_S = 20.0  # long enough for the scheduler to try and record its reason
 POD_RUNNING_TIMEOUT_S = 300.0    # image pull of a CUDA image on a real GPU node
+# A kubelet refuses a pod at admission, before it runs; a simulated node may show it Running
+# first and report the device plugin's refusal a moment later (the stand-in's 1 s loop).
+ADMISSION_SETTLE_S = 3.0
 DEFAULT_IMAGE = "registry.k8s.io/pause:3.10"
 RESTRICTED_CONTAINER_SECURITY = {
     "runAsNonRoot": True,
@@ -103,6 +106,37 @@ def wait_phase(cluster: Cluster, namespace: str, name: str, phases: tuple[str, .
                     timeout=timeout, describe_last=lambda: describe(cluster, namespace, name))
 
 
+def wait_placement(cluster: Cluster, namespace: str, name: str,
+                   timeout: float = PENDING_SETTLE_TIMEOUT_S) -> tuple[str | None, str | None]:
+    """(node, None) once the pod is bound, or (None, reason) once the scheduler says why not."""
+    def outcome() -> tuple[str | None, str | None] | None:
+        node = node_of(cluster, namespace, name)
+        if node:
+            return node, None
+        reason = failed_scheduling_message(cluster, namespace, name)
+        return (None, reason) if reason else None
+
+    return wait_for(f"pod {namespace}/{name} to be scheduled or refused by the scheduler",
+                    outcome, timeout=timeout, interval=0.1,
+                    describe_last=lambda: scheduling_events(cluster, namespace, name))
+
+
+def wait_admitted(cluster: Cluster, namespace: str, name: str,
+                  timeout: float = POD_RUNNING_TIMEOUT_S, settle: float = ADMISSION_SETTLE_S):
+    """The pod once its node has admitted it (Running) or refused it (Failed, with a reason)."""
+    wait_phase(cluster, namespace, name, ("Running", "Succeeded", "Failed"), timeout=timeout)
+
+    def refused():
+        pod = cluster.core.read_namespaced_pod(name, namespace)
+        return pod if pod.status.phase == "Failed" else None
+
+    try:
+        return wait_for(f"pod {namespace}/{name} to be refused at admission", refused,
+                        timeout=settle, interval=0.25)
+    except WaitTimeout:  # still running once the settle time is over: admitted
+        return cluster.core.read_namespaced_pod(name, namespace)
+
+
 def failed_scheduling_message(cluster: Cluster, namespace: str, name: str) -> str | None:
     events = cluster.core.list_namespaced_event(
         namespace, field_selector=f"involvedObject.name={name},reason=FailedScheduling").items
@@ -151,17 +185,47 @@ def delete(cluster: Cluster, namespace: str, name: str) -> None:
             raise
 
 
+UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"
+TERMINATING_TIMEOUT_S = 60.0  # pods of a deleted test namespace; grace period 0
+
+
+def _gpu_units(pod) -> dict[str, int]:
+    units: dict[str, int] = {}
+    for c in pod.spec.containers:
+        for name, value in ((c.resources.limits or {}) if c.resources else {}).items():
+            if L.is_gpu_resource(name):
+                units[name] = units.get(name, 0) + int(value)
+    return units
+
+
 def gpus_in_use_by_node(cluster: Cluster) -> dict[str, dict[str, int]]:
     """GPU units requested by unfinished pods, per node and resource (one list request)."""
-    pods = cluster.core.list_pod_for_all_namespaces(
-        field_selector="status.phase!=Succeeded,status.phase!=Failed").items
     used: dict[str, dict[str, int]] = {}
-    for pod in pods:
+    for pod in cluster.core.list_pod_for_all_namespaces(field_selector=UNFINISHED).items:
         if not pod.spec.node_name:
             continue
         per_node = used.setdefault(pod.spec.node_name, {})
-        for c in pod.spec.containers:
-            for name, value in ((c.resources.limits or {}) if c.resources else {}).items():
-                if L.is_gpu_resource(name):
-                    per_node[name] = per_node.get(name, 0) + int(value)
+        for name, n in _gpu_units(pod).items():
+            per_node[name] = per_node.get(name, 0) + n
     return used
+
+
+def settled_gpus_in_use(cluster: Cluster, node: str) -> dict[str, int]:
+    """GPU units in use on ``node`` once no GPU pod there is still terminating.
+
+    A terminating pod holds its GPUs until it is gone and then frees them: counting it would
+    make a check that fills the node leave room it did not expect.
+    """
+    def settled() -> dict[str, int] | None:
+        pods = cluster.core.list_pod_for_all_namespaces(
+            field_selector=f"spec.nodeName={node},{UNFINISHED}").items
+        if any(p.metadata.deletion_timestamp and _gpu_units(p) for p in pods):
+            return None
+        used: dict[str, int] = {"_": 0}  # never empty, so an idle node counts as settled
+        for pod in pods:
+            for name, n in _gpu_units(pod).items():
+                used[name] = used.get(name, 0) + n
+        return used
+
+    return wait_for(f"GPU pods terminating on node {node} to be gone", settled,
+                    timeout=TERMINATING_TIMEOUT_S)

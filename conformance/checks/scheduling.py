@@ -49,7 +49,12 @@ def pick_node(cluster: Cluster, nodes: list[GpuNode], resource: str | None = Non
             continue
         if best is None or free < best[2]:  # the smallest node fills fastest
             best = (node, res, free)
-    return best
+    if best is None:
+        return None
+    node, res, _ = best
+    free = node.gpu_resources.get(res, 0) - pods.settled_gpus_in_use(cluster, node.name).get(
+        res, 0)
+    return (node, res, free) if free > 0 else None
 
 
 @dataclass

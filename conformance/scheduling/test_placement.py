@@ -4,7 +4,8 @@ Checklist (the design's "FP8 only on the new generation" exercise):
 - SCHED-PLACE-001 a nodeSelector on nvidia.com/gpu.product lands only on that GPU type, and the
   node it lands on is that GPU type by its other labels (compute capability, memory)
 - SCHED-PLACE-002 node affinity nvidia.com/gpu.compute.major > 8 lands only on Hopper or newer
-- SCHED-PLACE-003 risk report: the GPU types a pod without a selector could land on
+- SCHED-PLACE-003 on a cluster of several GPU types, running GPU workloads select one (a
+  nodeSelector or affinity on GFD labels); the risk of unpinned pods is reported
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import pytest
 
 from conformance import labels as L
-from conformance.checks import gfd_consistency, pods
+from conformance.checks import gfd_consistency, placement, pods
 from conformance.checks.pods import PodSpec
+from conformance.cluster import evidence as ev
 from conformance.plugin import finding, not_applicable
+from conformance.sim.gpu_models import GPU_MODELS
 
 PODS_PER_TYPE = 3  # enough to see a spread across nodes, few enough to stay fast
 
@@ -36,7 +39,10 @@ def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env,
     by_name = {n.name: n for n in require_gpu_nodes}
     wrong = []
     for product, nodes in sorted(products.items())[:4]:
-        resource = nodes[0].main_resource[0] or L.GPU_RESOURCE
+        resource = nodes[0].main_resource[0]
+        assert resource is not None, (
+            f"no {product} node advertises a GPU resource: a pod selecting that type would "
+            "stay Pending (device plugin)")
         names = [pods.create(cluster, namespace, PodSpec("bytype", gpus=1, resource=resource,
                                                          node_selector={L.PRODUCT: product}),
                              gpu_env.run_id) for _ in range(PODS_PER_TYPE)]
@@ -62,7 +68,9 @@ def test_compute_capability_affinity_places_on_new_generation(request, cluster, 
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": L.COMPUTE_MAJOR, "operator": "Gt", "values": ["8"]}]}]}}}
     eligible = [n for n in require_gpu_nodes if (n.int_label(L.COMPUTE_MAJOR) or 0) >= 9]
-    resource = (eligible or require_gpu_nodes)[0].main_resource[0] or L.GPU_RESOURCE
+    resource = (eligible or require_gpu_nodes)[0].main_resource[0]
+    assert resource is not None, (
+        "no GPU node advertises a GPU resource: FP8 pods would stay Pending (device plugin)")
     names = [pods.create(cluster, namespace, PodSpec("fp8", gpus=1, resource=resource,
                                                      affinity=affinity), gpu_env.run_id)
              for _ in range(PODS_PER_TYPE)]
@@ -72,16 +80,36 @@ def test_compute_capability_affinity_places_on_new_generation(request, cluster, 
         return
     by_name = {n.name: n for n in require_gpu_nodes}
     landed = [by_name.get(pods.wait_scheduled(cluster, namespace, n)) for n in names]
-    old = [n.name for n in landed if n is None or (n.int_label(L.COMPUTE_MAJOR) or 0) < 9]
+    old = [n.name for n in landed if n is None or (_real_compute_major(n) or 0) < 9]
     assert not old, f"pods requiring compute.major > 8 landed on older GPUs: {old}"
+    # The scheduler trusts the label; a node whose product is older would take them next.
+    impostors = [f"{n.name} ({n.label(L.PRODUCT)} is compute {_real_compute_major(n)}.x)"
+                 for n in eligible if (_real_compute_major(n) or 0) < 9]
+    assert not impostors, ("nodes labelled compute.major >= 9 whose GPU is older would take "
+                           f"FP8 pods: {', '.join(impostors[:5])}")
+
+
+def _real_compute_major(node) -> int | None:
+    """The compute capability the node's GPU model has (its label when the model is unknown)."""
+    model = GPU_MODELS.get(gfd_consistency.base_product(node.label(L.PRODUCT) or ""))
+    return model.compute_major if model else node.int_label(L.COMPUTE_MAJOR)
 
 
 @pytest.mark.requirement("SCHED-PLACE-003")
-def test_risk_of_unpinned_gpu_pods(request, require_gpu_nodes):
+def test_gpu_workloads_select_a_gpu_type(request, cluster, gpu_env, require_gpu_nodes,
+                                         evidence):
     products = _products(require_gpu_nodes)
     if len(products) <= 1:
         not_applicable("one GPU type in the cluster: an unpinned GPU pod cannot land on the "
                        "wrong type")
     summary = ", ".join(f"{p} ({len(n)} node(s))" for p, n in sorted(products.items()))
-    finding(request, f"heterogeneous cluster: a GPU pod without a nodeSelector on "
-                     f"{L.PRODUCT} or {L.COMPUTE_MAJOR} may land on any of {summary}")
+    unpinned = placement.unpinned_gpu_pods(cluster, skip_namespaces={
+        gpu_env.options.operator_namespace})
+    evidence.append(ev.Evidence("unpinned-gpu-pods.txt", "\n".join(unpinned) or "(none)"))
+    assert not unpinned, (
+        f"{len(unpinned)} GPU pod(s) select no GPU type on a cluster of {summary}: "
+        f"{', '.join(unpinned[:5])} (add a nodeSelector on {L.PRODUCT} or an affinity on "
+        f"{L.COMPUTE_MAJOR})")
+    finding(request, f"heterogeneous cluster ({summary}): every running GPU workload selects "
+                     f"a GPU type; a new one without a selector on {L.PRODUCT} or "
+                     f"{L.COMPUTE_MAJOR} may land on any of them")

@@ -33,15 +33,14 @@ def test_tainted_gpu_nodes_take_only_tolerating_pods(cluster, namespace, gpu_env
         gpu_pod = pods.create(cluster, namespace, PodSpec("tolerating", gpus=1 if resource else
                                                           None, resource=resource or "",
                                                           node_selector=pin), gpu_env.run_id)
-        try:
-            pods.wait_scheduled(cluster, namespace, gpu_pod, timeout=pods.PENDING_SETTLE_TIMEOUT_S)
-        except AssertionError:
+        _landed, refusal = pods.wait_placement(cluster, namespace, gpu_pod)
+        if refusal is not None:
             bad = scheduling.untolerated_taints(node)
             problems.append(
                 f"{node.name}: a GPU pod tolerating nvidia.com/gpu cannot schedule"
                 + ("; taint(s) it does not tolerate: "
                    + ", ".join(f"{t['key']}={t['value']}:{t['effect']}" for t in bad)
-                   if bad else f": {pods.failed_scheduling_message(cluster, namespace, gpu_pod)}"))
+                   if bad else f": {refusal}"))
         plain = pods.create(cluster, namespace, PodSpec("intolerant", gpus=None,
                                                         tolerate_gpu_taint=False,
                                                         node_selector=pin), gpu_env.run_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from conformance import labels as L
-from conformance.checks import pods, scheduling, sharing, workloads
+from conformance.checks import pods, scheduling, sharing
 from conformance.checks.pods import PodSpec
 from conformance.plugin import not_applicable
 
@@ -36,6 +36,11 @@ def test_replicas_pods_share_and_one_more_waits(cluster, namespace, gpu_env, req
     assert f"Insufficient {resource}" in result.overflow_reason, (
         f"slice {free + 1} on {node.name} is Pending for another reason: "
         f"{result.overflow_reason}")
+    promised = (node.int_label(L.COUNT) or 0) * (node.int_label(L.REPLICAS) or 1)
+    in_use = node.gpu_resources[resource] - free
+    assert len(result.placed) + in_use == promised, (
+        f"{node.name} took {len(result.placed) + in_use} one-slice pods, but its "
+        f"{node.label(L.COUNT)} GPUs x {node.label(L.REPLICAS)} replicas promise {promised}")
 
 
 @pytest.mark.requirement("SHARE-FRGO-001")
@@ -50,11 +55,11 @@ def test_fail_requests_greater_than_one(cluster, cluster_policy, namespace, gpu_
     fail_gt_one = cfg.get("failRequestsGreaterThanOne", key == "mps")
     node = shared[0]
     resource = node.main_resource[0]
-    r = workloads.run(cluster, namespace, PodSpec(
+    name = pods.create(cluster, namespace, PodSpec(
         "frgo", gpus=2, resource=resource,
-        node_selector={"kubernetes.io/hostname": node.name}), gpu_env.run_id,
-        timeout=pods.PENDING_SETTLE_TIMEOUT_S)
-    pod = cluster.core.read_namespaced_pod(r.pod, namespace)
+        node_selector={"kubernetes.io/hostname": node.name}), gpu_env.run_id)
+    # The device plugin answers at admission: the pod runs, or fails with the kubelet's refusal
+    pod = pods.wait_admitted(cluster, namespace, name)
     refused = pod.status.reason == "UnexpectedAdmissionError"
     if fail_gt_one:
         assert refused, (f"failRequestsGreaterThanOne is set, but a request for 2 {resource} on "

@@ -64,7 +64,11 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
         desired = sum(d.status.desired_number_scheduled or 0 for d in dss)
         ready = sum(min(d.status.number_ready or 0, d.status.updated_number_scheduled or 0)
                     for d in dss)
-        dep_ok = all((d.status.available_replicas or 0) >= 1 for d in deps) and deps
+        # With faults the operator itself may never become available (operator-unavailable);
+        # its Deployment must still have taken the faulty template.
+        dep_ok = deps and all((d.status.available_replicas or 0) >= 1 or (
+            sim_state.faults and d.status.observed_generation == d.metadata.generation)
+            for d in deps)
         msg = f"operands rolled out: {ready}/{desired} pods ready in {len(dss)} DaemonSets"
         if msg != last:
             progress(msg)

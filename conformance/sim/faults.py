@@ -18,6 +18,7 @@ class Fault:
     description: str
     symptom: str
     suspect: str
+    profile: str = "healthy"  # the profile it shows on (sharing faults need shared GPUs)
 
 
 FAULTS: tuple[Fault, ...] = (
@@ -44,7 +45,8 @@ FAULTS: tuple[Fault, ...] = (
     Fault("time-slicing-replicas-mislabelled",
           "nvidia.com/gpu.replicas disagrees with the sharing config and capacity",
           "more (or fewer) pods share a GPU than the labels promise",
-          "sharing labels -> GFD / device plugin config out of sync (gpu-operator#1144)"),
+          "sharing labels -> GFD / device plugin config out of sync (gpu-operator#1144)",
+          profile="time-slicing"),
     Fault("operand-crashloop",
           "the DCGM exporter pods crash-loop on every GPU node",
           "operand pods in CrashLoopBackOff; no GPU metrics",
@@ -60,7 +62,56 @@ FAULTS: tuple[Fault, ...] = (
     Fault("wrong-gpu-type-label",
           "one GPU node's nvidia.com/gpu.product names another GPU than it has",
           "a pod pinned to one GPU type lands on another",
-          "wrong GPU type -> GFD product label (and missing nodeSelector checks)"),
+          "wrong GPU type -> GFD product label (and missing nodeSelector checks)",
+          profile="heterogeneous"),
+    Fault("operator-unavailable",
+          "the GPU Operator Deployment has no available replica (its pod cannot be scheduled)",
+          "ClusterPolicy edits and new GPU nodes are not reconciled; the operator pod is Pending",
+          "operator not running -> GPU Operator Deployment (events: scheduling, image pull)"),
+    Fault("driver-crashloop",
+          "the driver pods crash-loop on every GPU node; the validator waits for them forever",
+          "no GPU workload starts; nvidia-operator-validator pods stay in Init",
+          "driver not ready -> driver DaemonSet logs (kernel headers, Secure Boot, a driver "
+          "already on the host)"),
+    Fault("mig-manager-crashloop",
+          "the MIG manager pods crash-loop on every MIG-capable node",
+          "the MIG layout asked for in nvidia.com/mig.config is never applied",
+          "MIG not configured -> MIG manager logs (GPUs in use, unknown mig.config name)",
+          profile="mig-single"),
+    Fault("gpu-request-rewriter",
+          "a mutating admission policy turns fractional and request-only nvidia.com/gpu asks "
+          "into one whole GPU",
+          "a pod asking for 0.5 GPU is admitted and silently holds a whole one",
+          "GPU requests not validated -> a mutating admission webhook or policy (fractional-GPU "
+          "add-ons) rewrites them"),
+    Fault("compute-capability-label-wrong",
+          "one A100 node's compute capability and family labels claim Hopper (9.0)",
+          "FP8 pods that require nvidia.com/gpu.compute.major > 8 land on an A100 and fail",
+          "wrong GPU type -> GFD compute labels (hand-set or stale node labels)",
+          profile="heterogeneous"),
+    Fault("sharing-config-invalid",
+          "the device plugin's sharing ConfigMap asks for replicas: 1, which the plugin "
+          "refuses: it crash-loops",
+          "time-slicing never takes effect; device plugin pods in CrashLoopBackOff",
+          "sharing not applied -> device plugin sharing config (`gpuconf validate-sharing`) "
+          "and the plugin's logs", profile="time-slicing"),
+    Fault("sharing-config-not-applied",
+          "the device plugin still advertises whole GPUs while the config and labels say "
+          "4 replicas",
+          "fewer pods fit on a GPU than the sharing config promises",
+          "sharing not applied -> the device plugin was not restarted after its ConfigMap "
+          "changed (operator config-manager)", profile="time-slicing"),
+    Fault("frgo-ignored",
+          "failRequestsGreaterThanOne is set, but the device plugin admits a pod asking for "
+          "2 shared GPUs",
+          "a pod holds two time-slices of one GPU and believes it has two GPUs",
+          "sharing limits not enforced -> device plugin version and its sharing config",
+          profile="time-slicing-renamed"),
+    Fault("unpinned-gpu-workload",
+          "a team's GPU Deployment on a mixed-GPU cluster selects no GPU type",
+          "its pods land on whichever GPU type is free: an A100 today, an H200 tomorrow",
+          "wrong GPU type -> missing nodeSelector on GFD labels (nvidia.com/gpu.product)",
+          profile="heterogeneous"),
     Fault("standin-ignores-changes",
           "the operator stand-in stops reconciling ClusterPolicy and node-label changes",
           "a ClusterPolicy change never reaches the operands",

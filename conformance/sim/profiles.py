@@ -395,9 +395,11 @@ def _profiles() -> dict[str, Profile]:
         Profile("time-slicing", "2 nodes x 2 H100, time-slicing 4 replicas, not renamed",
                 (gpu_group("h100", 2, H100, 2, sharing=ts4, **_A3_2G), cpu_group())),
         Profile("time-slicing-renamed",
-                "as time-slicing, with renameByDefault: advertises nvidia.com/gpu.shared",
+                "as time-slicing, with renameByDefault (advertises nvidia.com/gpu.shared) and "
+                "failRequestsGreaterThanOne",
                 (gpu_group("h100", 2, H100, 2, **_A3_2G,
-                           sharing=SharingConfig.time_slicing(4, rename_by_default=True)),
+                           sharing=SharingConfig.time_slicing(
+                               4, rename_by_default=True, fail_requests_greater_than_one=True)),
                  cpu_group())),
         Profile("mig-single", "MIG strategy single: A100 all-1g.5gb and H100 all-1g.10gb",
                 (gpu_group("a100", 2, A100_40GB, 8, mig_config="all-1g.5gb", **_P4D),

@@ -35,7 +35,21 @@ from conformance.sim.faults import validate as validate_faults
 log = logging.getLogger("gpuconf.standin")
 
 STANDIN_LABEL = "sim.gpuconf.io/standin"
-CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"
+CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"  # KWOK plays CrashLoopBackOff (kwok-stages)
+STUCK_INIT_ANNOTATION = "sim.gpuconf.io/stuck-init"  # KWOK leaves the pod in Init forever
+# fault -> {operand DaemonSet: the annotation whose KWOK stage its pods play}
+OPERAND_FAULTS: dict[str, dict[str, str]] = {
+    "operand-crashloop": {"nvidia-dcgm-exporter": CRASHLOOP_ANNOTATION},
+    # The validator's driver-validation init container waits for a driver that never comes up.
+    "driver-crashloop": {"nvidia-driver-daemonset": CRASHLOOP_ANNOTATION,
+                         "nvidia-operator-validator": STUCK_INIT_ANNOTATION},
+    "mig-manager-crashloop": {"nvidia-mig-manager": CRASHLOOP_ANNOTATION},
+    # The plugin exits on "number of replicas must be >= 2".
+    "sharing-config-invalid": {"nvidia-device-plugin-daemonset": CRASHLOOP_ANNOTATION},
+}
+REWRITER_POLICY = "gpuconf-sim-gpu-request-rewriter"
+UNPINNED_NAMESPACE = "ml-team"
+UNPINNED_DEPLOYMENT = "trainer"
 CONFIG_NAMESPACE = "kube-system"
 CONFIG_MAP = "gpuconf-sim-standin"
 CLUSTER_POLICY = "cluster-policy"
@@ -140,6 +154,11 @@ def _apply_node_faults(state: SimState, node_labels: dict, resources: dict, tain
     if state.has("gfd-absent"):
         for key in [k for k in node_labels if _is_gfd_label(k)]:
             del node_labels[key]
+    if state.has("sharing-config-not-applied") and int(node_labels.get(L.REPLICAS, 1)) > 1:
+        # GFD picked the new config up; the device plugin still runs with the old one.
+        for key in (L.GPU_RESOURCE, L.SHARED_RESOURCE):
+            resources.pop(key, None)
+        resources[L.GPU_RESOURCE] = node_labels[L.COUNT]
     if not first_gpu_node:
         return  # the remaining faults break one node, as they do in real clusters
     if state.has("driver-version-mismatch"):
@@ -157,6 +176,8 @@ def _apply_node_faults(state: SimState, node_labels: dict, resources: dict, tain
         node_labels[L.REPLICAS] = str(int(node_labels[L.REPLICAS]) * 2)
     if state.has("wrong-gpu-type-label") and L.PRODUCT in node_labels:
         node_labels[L.PRODUCT] = other_product(node_labels[L.PRODUCT])
+    if state.has("compute-capability-label-wrong") and L.COMPUTE_MAJOR in node_labels:
+        node_labels.update({L.COMPUTE_MAJOR: "9", L.COMPUTE_MINOR: "0", L.FAMILY: "hopper"})
     if state.has("gpu-node-taint-missing-toleration"):
         taints.append(dict(FOREIGN_TAINT))
 
@@ -186,9 +207,8 @@ def cluster_policy_spec(state: SimState) -> dict:
 def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
                        owner: dict | None = None) -> dict:
     labels = {"app": op.app, STANDIN_LABEL: "true", **op.extra_labels}
-    annotations = {}
-    if state.has("operand-crashloop") and op.name == "nvidia-dcgm-exporter":
-        annotations[CRASHLOOP_ANNOTATION] = "true"
+    annotations = {annotation: "true" for fault, plays in OPERAND_FAULTS.items()
+                   if state.has(fault) for name, annotation in plays.items() if name == op.name}
     env_map = operands.operand_env(op, spec)
     config = ((spec.get("devicePlugin") or {}).get("config") or {})
     volumes = []
@@ -245,6 +265,8 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
     _ensure_sharing_config(cluster, state)
     _apply_daemonsets(cluster, state, spec)
     _set_cluster_policy_status(cluster, state)
+    _ensure_request_rewriter(cluster, state.has("gpu-request-rewriter"))
+    _ensure_unpinned_workload(cluster, state.has("unpinned-gpu-workload"))
 
 
 def _save_state(cluster: Cluster, state: SimState) -> None:
@@ -410,14 +432,19 @@ def _ensure_operator(cluster: Cluster, state: SimState) -> None:
     labels = {"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator",
               "app.kubernetes.io/version": OPERATOR_VERSION,
               "helm.sh/chart": f"gpu-operator-{OPERATOR_VERSION}", STANDIN_LABEL: "true"}
+    annotations = ({CRASHLOOP_ANNOTATION: "true"} if state.has("operator-unavailable")
+                   else {})
     body = {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "gpu-operator", "namespace": state.operator_namespace,
                      "labels": labels},
         "spec": {
             "replicas": 1,
+            # Recreate: a fault's crash-looping pod replaces the healthy one instead of
+            # waiting behind it (a rolling update would keep the old pod serving).
+            "strategy": {"type": "Recreate"},
             "selector": {"matchLabels": {"app": "gpu-operator"}},
-            "template": {"metadata": {"labels": labels}, "spec": {
+            "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": {
                 "containers": [{"name": "gpu-operator",
                                 "image": f"nvcr.io/nvidia/gpu-operator:{OPERATOR_VERSION}"}],
                 # The operator runs on a CPU node, as it does in real clusters.
@@ -427,17 +454,31 @@ def _ensure_operator(cluster: Cluster, state: SimState) -> None:
             }},
         },
     }
+    ns = state.operator_namespace
     try:
-        cluster.apps.create_namespaced_deployment(state.operator_namespace, body)
+        cluster.apps.create_namespaced_deployment(ns, body)
+        return
     except ApiException as exc:
         if exc.status != 409:
             raise
+    current = cluster.apps.read_namespaced_deployment("gpu-operator", ns)
+    if ((current.spec.template.metadata.annotations or {}) != annotations
+            or (current.spec.strategy and current.spec.strategy.type) != "Recreate"):
+        cluster.apps.patch_namespaced_deployment("gpu-operator", ns, {"spec": {
+            "strategy": {"type": "Recreate", "rollingUpdate": None},
+            "template": {"metadata": {"annotations": {
+                CRASHLOOP_ANNOTATION: annotations.get(CRASHLOOP_ANNOTATION)}}}}})
 
 
 def _ensure_sharing_config(cluster: Cluster, state: SimState) -> None:
     doc = state.resolve_profile().sharing_config()
     if doc is None:
         return
+    if state.has("sharing-config-invalid"):
+        doc = copy.deepcopy(doc)
+        for section in (doc.get("sharing") or {}).values():
+            for resource in section.get("resources", []):
+                resource["replicas"] = 1  # "to turn sharing off": the plugin refuses it
     body = {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": DEVICE_PLUGIN_CONFIG_MAP, "namespace": state.operator_namespace,
                          "labels": {STANDIN_LABEL: "true"}},
@@ -538,6 +579,85 @@ def _restart_pods(cluster: Cluster, ns: str, body: dict) -> None:
                 raise
 
 
+_GPU_ASK = "'nvidia.com/gpu' in c.resources.{0}"
+_REWRITABLE = (
+    "has(c.resources) && ((has(c.resources.limits) && " + _GPU_ASK.format("limits")
+    + " && !quantity(string(c.resources.limits['nvidia.com/gpu'])).isInteger()) || "
+    "(has(c.resources.requests) && " + _GPU_ASK.format("requests")
+    + " && !(has(c.resources.limits) && " + _GPU_ASK.format("limits") + ")))")
+
+
+def request_rewriter_policy() -> tuple[dict, dict]:
+    """A MutatingAdmissionPolicy (and its binding) that does what fractional-GPU add-ons do
+    to pods: a fractional or request-only nvidia.com/gpu becomes one whole GPU."""
+    policy = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": REWRITER_POLICY, "labels": {STANDIN_LABEL: "true"}},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                "resources": ["pods"]}]},
+            "matchConditions": [{"name": "rewritable-gpu-request",
+                                 "expression": f"object.spec.containers.exists(c, {_REWRITABLE})"}],
+            "failurePolicy": "Fail",
+            "reinvocationPolicy": "Never",
+            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
+                "expression": (
+                    "Object{spec: Object.spec{containers: object.spec.containers.filter(c, "
+                    f"{_REWRITABLE}).map(c, Object.spec.containers{{name: c.name, resources: "
+                    "Object.spec.containers.resources{limits: {'nvidia.com/gpu': '1'}, "
+                    "requests: {'nvidia.com/gpu': '1'}}})}}")}}],
+        },
+    }
+    binding = {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingAdmissionPolicyBinding",
+        "metadata": {"name": REWRITER_POLICY, "labels": {STANDIN_LABEL: "true"}},
+        "spec": {"policyName": REWRITER_POLICY},
+    }
+    return policy, binding
+
+
+def _ensure_request_rewriter(cluster: Cluster, wanted: bool) -> None:
+    group, version = "admissionregistration.k8s.io", "v1"
+    plurals = {"MutatingAdmissionPolicy": "mutatingadmissionpolicies",
+               "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings"}
+    for body in request_rewriter_policy():
+        plural = plurals[body["kind"]]
+        if wanted:
+            with _already_done(409):
+                cluster.custom.create_cluster_custom_object(group, version, plural, body)
+        else:
+            with _already_done(404):
+                cluster.custom.delete_cluster_custom_object(group, version, plural,
+                                                            REWRITER_POLICY)
+
+
+def unpinned_workload() -> dict:
+    """A team's training Deployment that asks for a GPU but for no GPU type."""
+    labels = {"app": UNPINNED_DEPLOYMENT, STANDIN_LABEL: "true"}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": UNPINNED_DEPLOYMENT, "namespace": UNPINNED_NAMESPACE,
+                     "labels": labels},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": UNPINNED_DEPLOYMENT}},
+                 "template": {"metadata": {"labels": labels}, "spec": {
+                     "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
+                     "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
+                                     "resources": {"limits": {L.GPU_RESOURCE: "1"}}}]}}},
+    }
+
+
+def _ensure_unpinned_workload(cluster: Cluster, wanted: bool) -> None:
+    if not wanted:
+        with _already_done(404):
+            cluster.core.delete_namespace(UNPINNED_NAMESPACE, grace_period_seconds=0)
+        return
+    _ensure_namespace(cluster, UNPINNED_NAMESPACE)
+    with _already_done(409):
+        cluster.apps.create_namespaced_deployment(UNPINNED_NAMESPACE, unpinned_workload())
+
+
 # ---- controller loop -----------------------------------------------------------------------
 def control_once(cluster: Cluster) -> None:
     """One pass of what the operator and the device plugin do continuously."""
@@ -604,7 +724,7 @@ def _admit_shared_requests(cluster: Cluster, state: SimState) -> None:
     sharing = doc.get("sharing", {})
     cfg = sharing.get("timeSlicing") or sharing.get("mps") or {}
     fail_gt_one = cfg.get("failRequestsGreaterThanOne", "mps" in sharing)
-    if not fail_gt_one:
+    if not fail_gt_one or state.has("frgo-ignored"):
         return
     names = {r["name"] + (".shared" if cfg.get("renameByDefault") else "")
              for r in cfg.get("resources", [])}

@@ -10,28 +10,42 @@ import pytest
 
 from conformance.cluster.namespaces import leftover_namespaces
 from conformance.sim import profiles
-from conformance.sim.faults import FAULTS
+from conformance.sim.faults import BY_NAME, FAULTS
 from tests.integration.conftest import run_suites, verdicts
 
 SUITES = ("stack", "scheduling", "sharing")
 
-# fault -> (profile it is played on, requirements that must fail, a word the diagnosis names)
-EXPECTED = {
-    "device-plugin-absent": ("healthy", {"STACK-DP-001", "STACK-DP-002", "SCHED-ALLOC-001"},
-                             "device plugin"),
-    "toolkit-absent": ("healthy", {"STACK-TK-001"}, "toolkit"),
-    "driver-version-mismatch": ("healthy", {"STACK-DRV-002"}, "driver"),
-    "gfd-absent": ("healthy", {"STACK-GFD-001", "STACK-GFD-002", "SCHED-PLACE-001"},
-                   "Feature Discovery"),
-    "gfd-label-wrong": ("healthy", {"STACK-GFD-003", "STACK-DP-003"}, "GPU Feature Discovery"),
-    "time-slicing-replicas-mislabelled": ("time-slicing", {"SHARE-LBL-001", "STACK-GFD-003"},
-                                          "sharing labels"),
-    "operand-crashloop": ("healthy", {"STACK-DCGM-001", "STACK-OPD-002"}, "DCGM"),
-    "clusterpolicy-notready": ("healthy", {"STACK-OP-002"}, "ClusterPolicy"),
-    "gpu-node-taint-missing-toleration": ("healthy", {"SCHED-TAINT-001", "STACK-DP-001"},
-                                          "taint"),
-    "wrong-gpu-type-label": ("heterogeneous", {"SCHED-PLACE-001", "STACK-GFD-003"},
-                             "wrong GPU type"),
+# fault -> (exactly the requirements that fail, a word the failing diagnoses name). Each fault
+# is played on its catalog profile (Fault.profile). Exact sets: a fault that makes an unrelated
+# check fail is as much a defect as a check that no fault can fail.
+_TAINT_EVICTS_OPERANDS = {"STACK-DRV-001", "STACK-TK-001", "STACK-DP-001", "STACK-DCGM-001",
+                          "STACK-GFD-001", "STACK-MIG-001", "STACK-VAL-001"}
+EXPECTED: dict[str, tuple[set[str], str]] = {
+    "device-plugin-absent": ({"STACK-DP-001", "STACK-DP-002", "STACK-DP-003", "SCHED-ALLOC-001",
+                              "SCHED-ALLOC-002", "SCHED-LAT-001", "SCHED-PLACE-001",
+                              "SCHED-PLACE-002"}, "device plugin"),
+    "toolkit-absent": ({"STACK-TK-001"}, "toolkit"),
+    "driver-version-mismatch": ({"STACK-DRV-002"}, "driver"),
+    "gfd-absent": ({"STACK-GFD-001", "STACK-GFD-002", "SCHED-PLACE-001"}, "Feature Discovery"),
+    "gfd-label-wrong": ({"STACK-GFD-003", "STACK-DP-003"}, "GPU Feature Discovery"),
+    "time-slicing-replicas-mislabelled": ({"SHARE-LBL-001", "SHARE-OVS-001", "STACK-GFD-003",
+                                           "STACK-DP-003"}, "sharing labels"),
+    "operand-crashloop": ({"STACK-DCGM-001", "STACK-OPD-002"}, "DCGM"),
+    "clusterpolicy-notready": ({"STACK-OP-002"}, "ClusterPolicy"),
+    "gpu-node-taint-missing-toleration": ({"SCHED-TAINT-001", *_TAINT_EVICTS_OPERANDS}, "taint"),
+    "wrong-gpu-type-label": ({"SCHED-PLACE-001", "STACK-GFD-003"}, "wrong GPU type"),
+    "operator-unavailable": ({"STACK-OP-001"}, "GPU Operator deployment"),
+    "driver-crashloop": ({"STACK-DRV-001", "STACK-VAL-001", "STACK-OPD-002"}, "driver"),
+    "mig-manager-crashloop": ({"STACK-MIG-001", "STACK-OPD-002"}, "MIG manager"),
+    "gpu-request-rewriter": ({"SCHED-INT-001", "SCHED-INT-002"}, "admission"),
+    "compute-capability-label-wrong": ({"SCHED-PLACE-001", "SCHED-PLACE-002", "STACK-GFD-003"},
+                                       "compute-capability"),
+    "sharing-config-invalid": ({"SHARE-CFG-001", "SHARE-CAP-001", "SHARE-LBL-001",
+                                "STACK-DP-001", "STACK-OPD-002"}, "sharing config"),
+    "sharing-config-not-applied": ({"SHARE-CAP-001", "SHARE-OVS-001", "STACK-DP-003",
+                                    "STACK-GFD-003"}, "sharing config"),
+    "frgo-ignored": ({"SHARE-FRGO-001"}, "device plugin"),
+    "unpinned-gpu-workload": ({"SCHED-PLACE-003"}, "nodeSelector"),
 }
 # Reconcile faults break the operator's reaction to changes; the disruptive operations suite
 # catches them (tests/integration/test_operations.py).
@@ -40,6 +54,26 @@ NOT_STATIC = {"standin-ignores-changes"}
 
 def test_every_fault_has_an_expectation():
     assert set(EXPECTED) | NOT_STATIC == {f.name for f in FAULTS}
+
+
+def test_every_sim_check_is_proven_to_fail():
+    """No check runs on the sim that no injected fault makes fail (a check that cannot fail)."""
+    from conformance import catalog
+
+    proven = set().union(*(failing for failing, _word in EXPECTED.values()))
+    proven |= {"STACK-OP-003"}  # test_helm_release_check_fails_for_a_missing_release
+    proven |= {r.id for r in catalog.REQUIREMENTS if r.disruptive}  # test_operations.py
+    unproven = {r.id for r in catalog.REQUIREMENTS if "sim" in r.targets} - proven
+    assert unproven == set()
+
+
+def test_helm_release_check_fails_for_a_missing_release(sim, sim_state, tmp_path):
+    sim_state("healthy")
+    code, doc, out = run_suites(sim.kubeconfig, tmp_path, "stack/test_operator.py",
+                                extra=["--helm-release=gpu-operator-gone"])
+    assert verdicts(doc, "fail") == {"STACK-OP-003"} and code == 1, out[-2000:]
+    row = next(r for r in doc["requirements"] if r["id"] == "STACK-OP-003")
+    assert "no Helm release record for gpu-operator-gone" in row["message"]
 
 
 @pytest.mark.parametrize("profile", [p for p in profiles.PROFILES if p != "large"])
@@ -53,12 +87,13 @@ def test_suites_pass_on_healthy_profile(profile, sim, sim_state, tmp_path):
 
 @pytest.mark.parametrize("fault", sorted(EXPECTED))
 def test_fault_fails_the_right_requirements(fault, sim, sim_cluster, sim_state, tmp_path):
-    profile, must_fail, layer_word = EXPECTED[fault]
-    sim_state(profile, [fault])
+    must_fail, layer_word = EXPECTED[fault]
+    sim_state(BY_NAME[fault].profile, [fault])
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, *SUITES)
     failed = verdicts(doc, "fail")
-    assert must_fail <= failed, f"{fault}: expected {sorted(must_fail)} to fail, got " \
-                                f"{sorted(failed)}\n{out[-2000:]}"
+    assert failed == must_fail, (f"{fault}: expected exactly {sorted(must_fail)} to fail; "
+                                 f"missing {sorted(must_fail - failed)}, unexpected "
+                                 f"{sorted(failed - must_fail)}\n{out[-2000:]}")
     assert code == 1
     rows = {r["id"]: r for r in doc["requirements"]}
     diagnoses = " ".join(rows[i]["diagnosis"] + " " + rows[i]["message"] for i in must_fail)

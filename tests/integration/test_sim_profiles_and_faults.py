@@ -9,6 +9,7 @@ import pytest
 
 from conformance import gfd_contract
 from conformance import labels as L
+from conformance.checks import gfd_consistency
 from conformance.checks.nodes import list_gpu_nodes
 from conformance.checks.operands import OperatorView, read_cluster_policy
 from conformance.sim import gfd, profiles
@@ -59,7 +60,8 @@ SYMPTOMS = {
         n.int_label(L.COUNT) * (n.int_label(L.REPLICAS) or 1) != n.main_resource[1]
         for n in list_gpu_nodes(c)),
     "time-slicing-replicas-mislabelled": lambda c: any(
-        n.int_label(L.REPLICAS) != 1 for n in list_gpu_nodes(c)),
+        n.int_label(L.REPLICAS) * n.int_label(L.COUNT) != n.main_resource[1]
+        for n in list_gpu_nodes(c)),
     "operand-crashloop": lambda c: any(
         (s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff")
         for p in _view(c).pods_by_app.get("nvidia-dcgm-exporter", [])
@@ -67,19 +69,80 @@ SYMPTOMS = {
     "clusterpolicy-notready": lambda c: read_cluster_policy(c)["status"]["state"] == "notReady",
     "gpu-node-taint-missing-toleration": lambda c: any(
         t["key"] == "dedicated" for n in list_gpu_nodes(c) for t in n.taints),
-    "wrong-gpu-type-label": lambda c: len({n.label(L.PRODUCT) for n in list_gpu_nodes(c)}) == 2,
+    "wrong-gpu-type-label": lambda c: any(
+        "wrong GPU type" in p for n in list_gpu_nodes(c)
+        for p in gfd_consistency.inconsistencies(n)),
+    "operator-unavailable": lambda c: any(
+        d.status.available_replicas in (None, 0)
+        for d in c.apps.list_namespaced_deployment("gpu-operator").items),
+    "driver-crashloop": lambda c: _crashlooping(c, "nvidia-driver-daemonset") and all(
+        p.status.phase == "Pending"
+        for p in _view(c).pods_by_app.get("nvidia-operator-validator", [None])),
+    "mig-manager-crashloop": lambda c: _crashlooping(c, "nvidia-mig-manager"),
+    "gpu-request-rewriter": lambda c: _fractional_pod_admitted(c),
+    "compute-capability-label-wrong": lambda c: any(
+        n.label(L.PRODUCT).startswith("NVIDIA-A100") and n.int_label(L.COMPUTE_MAJOR) == 9
+        for n in list_gpu_nodes(c)),
+    "sharing-config-invalid": lambda c: "replicas: 1\n" in c.core.read_namespaced_config_map(
+        "device-plugin-config", "gpu-operator").data["default"] and _crashlooping(
+        c, "nvidia-device-plugin-daemonset"),
+    "sharing-config-not-applied": lambda c: all(
+        n.gpu_resources == {L.GPU_RESOURCE: n.int_label(L.COUNT)} and n.int_label(L.REPLICAS) == 4
+        for n in list_gpu_nodes(c)),
+    "frgo-ignored": lambda c: _two_slice_pod_runs(c),
+    "unpinned-gpu-workload": lambda c: any(
+        p.status.phase == "Running" for p in c.core.list_namespaced_pod("ml-team").items),
     "standin-ignores-changes": lambda c: c.core.read_namespaced_config_map(
         "gpuconf-sim-standin", "kube-system").data["state.json"].count(
         "standin-ignores-changes") == 1,
 }
 
 
+def _crashlooping(c, app: str) -> bool:
+    return any((s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff")
+               for p in _view(c).pods_by_app.get(app, [])
+               for s in (p.status.container_statuses or []))
+
+
+def _fractional_pod_admitted(c) -> bool:
+    """A pod asking for 0.5 GPU passes the API server (dry run), rewritten to one GPU."""
+    from kubernetes.client.exceptions import ApiException
+
+    from conformance.checks.pods import PodSpec
+
+    try:
+        pod = c.core.create_namespaced_pod("default", PodSpec("frac", gpus="0.5").manifest({}),
+                                           dry_run="All")
+    except ApiException as exc:
+        assert exc.status == 422, exc
+        return False
+    return pod.spec.containers[0].resources.limits[L.GPU_RESOURCE] == "1"
+
+
+def _two_slice_pod_runs(c) -> bool:
+    """A pod asking for 2 shared GPUs is still Running a few seconds after it started."""
+    from conformance.checks.pods import PodSpec
+
+    name = f"two-{int(time.monotonic() * 1000) % 100000}"
+    body = PodSpec(name, gpus=2, resource=L.SHARED_RESOURCE).manifest({})
+    c.core.create_namespaced_pod("default", body)
+    try:
+        time.sleep(4)
+        return c.core.read_namespaced_pod(body["metadata"]["name"], "default").status.phase \
+            == "Running"
+    finally:
+        c.core.delete_namespaced_pod(body["metadata"]["name"], "default",
+                                     grace_period_seconds=0)
+
+
 def test_every_fault_has_a_symptom_check():
     assert set(SYMPTOMS) == {f.name for f in FAULTS}
 
 
-@pytest.mark.parametrize("fault", [f.name for f in FAULTS])
+@pytest.mark.parametrize("fault", FAULTS, ids=lambda f: f.name)
 def test_fault_shows_its_symptom_in_the_api(fault, sim_cluster, sim_state):
-    assert not SYMPTOMS[fault](sim_cluster), f"{fault}'s symptom is present without the fault"
-    sim_state("healthy", [fault])
-    assert _settled(lambda: SYMPTOMS[fault](sim_cluster)), f"{fault} shows no symptom"
+    sim_state(fault.profile)
+    assert not _settled(lambda: SYMPTOMS[fault.name](sim_cluster), timeout=0), (
+        f"{fault.name}'s symptom is present without the fault")
+    sim_state(fault.profile, [fault.name])
+    assert _settled(lambda: SYMPTOMS[fault.name](sim_cluster)), f"{fault.name} shows no symptom"

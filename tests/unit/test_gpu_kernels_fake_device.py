@@ -51,6 +51,25 @@ def test_kernel_kinds(fake_env: dict[str, str], kind: str, args: list[str]) -> N
     assert len(res["samples"]) == 5
 
 
+def test_burst_regime_rests_before_each_trial(fake_env: dict[str, str]) -> None:
+    import time
+
+    t0 = time.monotonic()
+    res = cli(fake_env, "gemm", "--size", "256", "--seconds", "0.1", "--warmup-seconds", "0.05",
+              "--no-bar", "--rest-seconds", "0.3")
+    assert time.monotonic() - t0 >= 5 * 0.3, "the GPU was not left idle before each trial"
+    assert res["config"]["regime"] == "burst" and res["config"]["rest_seconds"] == 0.3
+    sustained = cli(fake_env, "gemm", "--size", "256", "--seconds", "0.1",
+                    "--warmup-seconds", "0.05", "--no-bar")
+    assert sustained["config"]["regime"] == "sustained"
+
+
+def test_negative_rest_is_a_usage_error(fake_env: dict[str, str]) -> None:
+    done = subprocess.run([sys.executable, "-m", "gpu_kernels", "gemm", "--rest-seconds", "-1"],
+                          cwd=ROOT, env=fake_env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "--rest-seconds must be >= 0" in done.stderr
+
+
 def test_h200_bar_is_applied_and_missed(fake_env: dict[str, str]) -> None:
     res = cli(fake_env, "membw", "--mib", "4", "--seconds", "0.2", "--warmup-seconds", "0.05",
               code=1)
