@@ -198,15 +198,17 @@ def _gpu_units(pod) -> dict[str, int]:
     return units
 
 
+def _add_units(total: dict[str, int], pod) -> None:
+    for name, n in _gpu_units(pod).items():
+        total[name] = total.get(name, 0) + n
+
+
 def gpus_in_use_by_node(cluster: Cluster) -> dict[str, dict[str, int]]:
     """GPU units requested by unfinished pods, per node and resource (one list request)."""
     used: dict[str, dict[str, int]] = {}
     for pod in cluster.core.list_pod_for_all_namespaces(field_selector=UNFINISHED).items:
-        if not pod.spec.node_name:
-            continue
-        per_node = used.setdefault(pod.spec.node_name, {})
-        for name, n in _gpu_units(pod).items():
-            per_node[name] = per_node.get(name, 0) + n
+        if pod.spec.node_name:
+            _add_units(used.setdefault(pod.spec.node_name, {}), pod)
     return used
 
 
@@ -216,16 +218,16 @@ def settled_gpus_in_use(cluster: Cluster, node: str) -> dict[str, int]:
     A terminating pod holds its GPUs until it is gone and then frees them: counting it would
     make a check that fills the node leave room it did not expect.
     """
-    def settled() -> dict[str, int] | None:
+    def settled() -> list | None:
         pods = cluster.core.list_pod_for_all_namespaces(
             field_selector=f"spec.nodeName={node},{UNFINISHED}").items
         if any(p.metadata.deletion_timestamp and _gpu_units(p) for p in pods):
             return None
-        used: dict[str, int] = {"_": 0}  # never empty, so an idle node counts as settled
-        for pod in pods:
-            for name, n in _gpu_units(pod).items():
-                used[name] = used.get(name, 0) + n
-        return used
+        return pods or [None]  # truthy: an idle node is settled too
 
-    return wait_for(f"GPU pods terminating on node {node} to be gone", settled,
-                    timeout=TERMINATING_TIMEOUT_S)
+    used: dict[str, int] = {}
+    for pod in wait_for(f"GPU pods terminating on node {node} to be gone", settled,
+                        timeout=TERMINATING_TIMEOUT_S):
+        if pod is not None:
+            _add_units(used, pod)
+    return used
