@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from conformance import labels as L
 from conformance.checks.nodes import GpuNode
-from conformance.sim.gpu_models import GPU_MODELS, arch_family
+from conformance.sim.gpu_models import GPU_MODELS, GpuModel, arch_family
 
 MEMORY_TOLERANCE = 0.03  # NVML's total memory moves by a few hundred MiB across drivers
 
@@ -18,6 +18,11 @@ def base_product(product: str) -> str:
     """The GPU model part of gpu.product (without -SHARED or the MIG-single -MIG-<p> suffix)."""
     product = product.removesuffix(L.SHARED_SUFFIX)
     return product.split("-MIG-", 1)[0]
+
+
+def gpu_model(node: GpuNode) -> GpuModel | None:
+    """The GPU model the node's gpu.product names (None when unknown or unlabelled)."""
+    return GPU_MODELS.get(base_product(node.label(L.PRODUCT) or ""))
 
 
 def inconsistencies(node: GpuNode) -> list[str]:
@@ -31,7 +36,7 @@ def inconsistencies(node: GpuNode) -> list[str]:
             out.append(f"gpu.family={family} but compute capability {major}.{minor} is {want}")
     product = lab.get(L.PRODUCT)
     if product:
-        model = GPU_MODELS.get(base_product(product))
+        model = gpu_model(node)
         if model is not None:
             if major is not None and (major, minor) != (model.compute_major, model.compute_minor):
                 out.append(f"gpu.product={product} has compute capability "

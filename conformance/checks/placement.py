@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conformance import labels as L
+from conformance.checks.pods import UNFINISHED
 from conformance.cluster.client import Cluster
 from conformance.cluster.namespaces import MANAGED_BY, MANAGER
 
@@ -33,8 +34,7 @@ def unpinned_gpu_pods(cluster: Cluster, skip_namespaces: set[str]) -> list[str]:
 
     The suite's own pods and the operator's are left out: they run on every GPU type on purpose.
     """
-    pods = cluster.core.list_pod_for_all_namespaces(
-        field_selector="status.phase!=Succeeded,status.phase!=Failed").items
+    pods = cluster.core.list_pod_for_all_namespaces(field_selector=UNFINISHED).items
     return sorted(
         f"{p.metadata.namespace}/{p.metadata.name}" for p in pods
         if p.metadata.namespace not in skip_namespaces

@@ -149,15 +149,11 @@ def wait_unschedulable(cluster: Cluster, namespace: str, name: str,
 
     Fails (with the node) if the pod gets scheduled instead.
     """
-    def reason() -> str | None:
-        node = node_of(cluster, namespace, name)
-        if node:
-            raise AssertionError(f"pod {name} was scheduled onto {node}, expected it to stay "
-                                 "Pending")
-        return failed_scheduling_message(cluster, namespace, name)
-
-    return wait_for(f"a FailedScheduling event for pod {namespace}/{name}", reason,
-                    timeout=timeout)
+    node, reason = wait_placement(cluster, namespace, name, timeout)
+    if node:
+        raise AssertionError(f"pod {name} was scheduled onto {node}, expected it to stay "
+                             "Pending")
+    return reason
 
 
 def scheduling_events(cluster: Cluster, namespace: str, name: str) -> str:

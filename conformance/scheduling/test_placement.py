@@ -17,7 +17,6 @@ from conformance.checks import gfd_consistency, placement, pods
 from conformance.checks.pods import PodSpec
 from conformance.cluster import evidence as ev
 from conformance.plugin import finding, not_applicable
-from conformance.sim.gpu_models import GPU_MODELS
 
 PODS_PER_TYPE = 3  # enough to see a spread across nodes, few enough to stay fast
 
@@ -91,7 +90,7 @@ def test_compute_capability_affinity_places_on_new_generation(request, cluster, 
 
 def _real_compute_major(node) -> int | None:
     """The compute capability the node's GPU model has (its label when the model is unknown)."""
-    model = GPU_MODELS.get(gfd_consistency.base_product(node.label(L.PRODUCT) or ""))
+    model = gfd_consistency.gpu_model(node)
     return model.compute_major if model else node.int_label(L.COMPUTE_MAJOR)
 
 

@@ -65,9 +65,10 @@ FAULTS: tuple[Fault, ...] = (
           "wrong GPU type -> GFD product label (and missing nodeSelector checks)",
           profile="heterogeneous"),
     Fault("operator-unavailable",
-          "the GPU Operator Deployment has no available replica (its pod cannot be scheduled)",
-          "ClusterPolicy edits and new GPU nodes are not reconciled; the operator pod is Pending",
-          "operator not running -> GPU Operator Deployment (events: scheduling, image pull)"),
+          "the GPU Operator pod crash-loops: its Deployment has no available replica",
+          "ClusterPolicy edits and new GPU nodes are not reconciled; the operator pod is in "
+          "CrashLoopBackOff",
+          "operator not running -> GPU Operator Deployment (its previous logs and events)"),
     Fault("driver-crashloop",
           "the driver pods crash-loop on every GPU node; the validator waits for them forever",
           "no GPU workload starts; nvidia-operator-validator pods stay in Init",
