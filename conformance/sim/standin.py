@@ -27,6 +27,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from conformance import labels as L
+from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, connect
 from conformance.cluster.waits import wait_for
 from conformance.sim import gfd, operands, profiles
@@ -650,8 +651,8 @@ def unpinned_workload() -> dict:
 
 def _ensure_unpinned_workload(cluster: Cluster, wanted: bool) -> None:
     if not wanted:
-        with _already_done(404):
-            cluster.core.delete_namespace(UNPINNED_NAMESPACE, grace_period_seconds=0)
+        # Gone before the next check lists GPU pods: KWOK pods only go when forced.
+        namespaces.delete_namespace(cluster, UNPINNED_NAMESPACE, wait=True)
         return
     _ensure_namespace(cluster, UNPINNED_NAMESPACE)
     with _already_done(409):
