@@ -49,15 +49,19 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
     return state
 
 
-ROLLOUT_TIMEOUT_S = 600.0  # 500 nodes x 7 operands on 2 cores takes minutes; 2 nodes seconds
+# 500 nodes x 7 operands take ~70 s on 2 cores, a few nodes ~3 s: the bound grows with the
+# nodes, so a rollout that is stuck on a small sim is reported in a minute, not ten.
+ROLLOUT_BASE_S = 60.0
+ROLLOUT_PER_NODE_S = 1.0
 
 
 def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) -> None:
     """Until the operator Deployment is available and every operand DaemonSet is rolled out
     as far as the faults allow (a crash-looping or untolerated operand never is)."""
     ns = sim_state.operator_namespace
-    deadline = time.monotonic() + ROLLOUT_TIMEOUT_S
-    last = ""
+    timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * sim_state.resolve_profile().node_count
+    deadline = time.monotonic() + timeout
+    last, stuck = "", []
     while time.monotonic() < deadline:
         dss = cluster.apps.list_namespaced_daemon_set(ns).items
         deps = cluster.apps.list_namespaced_deployment(ns).items
@@ -73,15 +77,19 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
         if msg != last:
             progress(msg)
             last = msg
-        updated = all((d.status.updated_number_scheduled or 0)
-                      == (d.status.desired_number_scheduled or 0)
-                      and d.status.observed_generation == d.metadata.generation for d in dss)
+        stuck = [d.metadata.name for d in dss
+                 if (d.status.updated_number_scheduled or 0)
+                 != (d.status.desired_number_scheduled or 0)
+                 or d.status.observed_generation != d.metadata.generation]
+        stuck += [d.metadata.name for d in deps if not dep_ok]
+        updated = not [d for d in dss if d.metadata.name in stuck]
         # With faults some operands never get Ready, but every template must have rolled out.
         settled = desired and updated and (ready == desired or sim_state.faults)
         if dep_ok and settled:
             return
         time.sleep(1.0)
-    progress(f"operands still rolling out after {ROLLOUT_TIMEOUT_S:.0f}s: {last}")
+    progress(f"operands still rolling out after {timeout:.0f}s: {last}; not settled: "
+             f"{', '.join(stuck) or 'pods not ready'}")
 
 
 def _start_standin(state: ClusterState, progress: Progress) -> None:
