@@ -12,6 +12,7 @@ import base64
 import contextlib
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -20,7 +21,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -33,6 +34,8 @@ from conformance.sim.pki import ClusterPKI
 COMPONENT_READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0  # SIGTERM first, SIGKILL after this long
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager",
+              "kube-scheduler", "kwok")
 LOG_TAIL_LINES = 25
 
 Progress = Callable[[str], None]
@@ -42,10 +45,45 @@ def clusters_dir() -> Path:
     return binaries.cache_dir() / "clusters"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# A component's port is picked seconds before it listens. The kernel numbers outgoing
+# connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
+# kwok fail with "address already in use"); ports below that range are only taken by listeners.
+PORT_ATTEMPTS = 3  # a port lost anyway (another sim starting at once) is picked again
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux default
+
+
+def _free_port(taken: Collection[int] = ()) -> int:
+    """A free loopback port, below the ephemeral range when there is room there."""
+    low = _ephemeral_low()
+    if low > 11024:
+        for _ in range(200):
+            port = random.randrange(low - 10000, low)
+            if port not in taken and not port_in_use(port):
+                return port
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in taken:
+            return port
+
+
+def _free_ports(names: tuple[str, ...], fixed: dict[str, int]) -> dict[str, int]:
+    ports = dict(fixed)
+    for name in names:
+        if name not in ports:
+            ports[name] = _free_port(set(ports.values()))
+    return ports
+
+
+def _lost_its_port(error: ComponentFailed) -> bool:
+    return "address already in use" in error.log_tail
 
 
 def port_in_use(port: int) -> bool:
@@ -167,12 +205,8 @@ class ControlPlane:
         if self.folder.exists():
             shutil.rmtree(self.folder)
         (self.folder / "logs").mkdir(parents=True)
-        ports = {
-            "etcd": _free_port(), "etcd-peer": _free_port(),
-            "kube-apiserver": apiserver_port or _free_port(),
-            "kube-controller-manager": _free_port(), "kube-scheduler": _free_port(),
-            "kwok": _free_port(),
-        }
+        ports = _free_ports(PORT_NAMES, {"kube-apiserver": apiserver_port} if apiserver_port
+                            else {})
         state = ClusterState(
             name=self.name, folder=str(self.folder), kubernetes_version=bins.kubernetes_version,
             ports=ports, started=time.time(),
@@ -188,12 +222,34 @@ class ControlPlane:
         state.save()
         try:
             for component in COMPONENTS:
-                self.start_component(state, component, progress=progress)
+                self._start_on_a_free_port(state, component, apiserver_port is not None,
+                                           progress)
         except BaseException:
             progress("start failed: stopping the components already started")
             self.down(progress=lambda _msg: None, keep_logs=True)
             raise
         return state
+
+    def _start_on_a_free_port(self, state: ClusterState, component: str, port_fixed: bool,
+                              progress: Progress) -> None:
+        """Start ``component``; when its port was taken meanwhile, pick another and retry."""
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self.start_component(state, component, progress=progress)
+                return
+            except ComponentFailed as error:
+                fixed = port_fixed and component == "kube-apiserver"
+                if attempt == PORT_ATTEMPTS or fixed or not _lost_its_port(error):
+                    raise
+                self.stop_component(state, component)  # reaps it and forgets its PID
+                own = {n for n in state.ports if n == component or n.startswith(f"{component}-")}
+                state.ports = _free_ports(PORT_NAMES, {n: p for n, p in state.ports.items()
+                                                       if n not in own})
+                progress(f"{component}: its port was taken meanwhile; retrying on "
+                         f"{state.ports[component]}")
+                if component == "kube-apiserver":
+                    self._write_pki(state)  # the kubeconfigs name the API server's port
+                state.save()
 
     def start_component(self, state: ClusterState, component: str, *,
                         progress: Progress = print) -> None:

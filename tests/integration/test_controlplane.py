@@ -90,3 +90,39 @@ def _config(kubeconfig):
     configuration = client.Configuration()
     config.load_kube_config(config_file=str(kubeconfig), client_configuration=configuration)
     return configuration
+
+
+@pytest.mark.parametrize("component", ["kwok", "kube-apiserver"])
+def test_a_component_whose_port_is_taken_meanwhile_starts_on_another(component, monkeypatch):
+    """Between picking a port and listening on it, something else may take it: start anyway."""
+    import socket
+
+    from conformance.sim import controlplane
+
+    if binaries.locate().missing():
+        pytest.skip("control-plane binaries not built: run `make setup`")
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    real = controlplane._free_ports
+    calls = []
+
+    def first_pick_is_taken(names, fixed):
+        calls.append(fixed)
+        ports = real(names, fixed)
+        return {**ports, component: taken} if len(calls) == 1 else ports
+
+    monkeypatch.setattr(controlplane, "_free_ports", first_pick_is_taken)
+    said: list[str] = []
+    plane = ControlPlane(f"itest-port-{component.split('-')[-1]}")
+    try:
+        state = plane.up(progress=said.append)
+        assert state.ports[component] != taken
+        assert any("port was taken meanwhile" in line for line in said), said
+        assert all(_pid_alive(p) for p in state.pids.values()), state.pids
+        core = client.CoreV1Api(client.ApiClient(_config(state.kubeconfig)))
+        assert core.list_namespace().items  # the kubeconfig names the port it listens on
+    finally:
+        squatter.close()
+        plane.down(progress=lambda _m: None)
