@@ -37,18 +37,18 @@ COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-schedul
 PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager",
               "kube-scheduler", "kwok")
 LOG_TAIL_LINES = 25
+# A component's port is picked seconds before it listens. The kernel numbers outgoing
+# connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
+# kwok fail with "address already in use"); ports just below that range are only taken by
+# listeners. A port lost anyway (another sim starting at once) is picked again.
+PORT_WINDOW = 10000  # ports tried below the ephemeral range
+PORT_ATTEMPTS = 3
 
 Progress = Callable[[str], None]
 
 
 def clusters_dir() -> Path:
     return binaries.cache_dir() / "clusters"
-
-
-# A component's port is picked seconds before it listens. The kernel numbers outgoing
-# connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
-# kwok fail with "address already in use"); ports below that range are only taken by listeners.
-PORT_ATTEMPTS = 3  # a port lost anyway (another sim starting at once) is picked again
 
 
 def _ephemeral_low() -> int:
@@ -61,9 +61,9 @@ def _ephemeral_low() -> int:
 def _free_port(taken: Collection[int] = ()) -> int:
     """A free loopback port, below the ephemeral range when there is room there."""
     low = _ephemeral_low()
-    if low > 11024:
+    if low - PORT_WINDOW >= 1024:  # leave the privileged ports alone
         for _ in range(200):
-            port = random.randrange(low - 10000, low)
+            port = random.randrange(low - PORT_WINDOW, low)
             if port not in taken and not port_in_use(port):
                 return port
     while True:
