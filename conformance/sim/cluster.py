@@ -77,12 +77,12 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
         if msg != last:
             progress(msg)
             last = msg
-        stuck = [d.metadata.name for d in dss
-                 if (d.status.updated_number_scheduled or 0)
-                 != (d.status.desired_number_scheduled or 0)
-                 or d.status.observed_generation != d.metadata.generation]
-        stuck += [d.metadata.name for d in deps if not dep_ok]
-        updated = not [d for d in dss if d.metadata.name in stuck]
+        not_updated = [d.metadata.name for d in dss
+                       if (d.status.updated_number_scheduled or 0)
+                       != (d.status.desired_number_scheduled or 0)
+                       or d.status.observed_generation != d.metadata.generation]
+        stuck = not_updated + [d.metadata.name for d in deps if not dep_ok]
+        updated = not not_updated
         # With faults some operands never get Ready, but every template must have rolled out.
         settled = desired and updated and (ready == desired or sim_state.faults)
         if dep_ok and settled:

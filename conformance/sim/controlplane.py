@@ -34,8 +34,7 @@ from conformance.sim.pki import ClusterPKI
 COMPONENT_READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0  # SIGTERM first, SIGKILL after this long
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager",
-              "kube-scheduler", "kwok")
+PORT_NAMES = (*COMPONENTS, "etcd-peer")  # a component's extra ports are named "<component>-..."
 LOG_TAIL_LINES = 25
 # A component's port is picked seconds before it listens. The kernel numbers outgoing
 # connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
