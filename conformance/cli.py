@@ -86,7 +86,7 @@ def cmd_sim_set(args) -> int:
 
 
 def cmd_sim_build(args) -> int:
-    from conformance.sim import binaries
+    from conformance.build import binaries
 
     binaries.build(args.component)
     return 0

@@ -29,7 +29,7 @@ Progress = Callable[[str], None]
 
 
 def helm_binary() -> str:
-    from conformance.sim import binaries
+    from conformance.build import binaries
 
     built = binaries.locate().helm
     if built.is_file():

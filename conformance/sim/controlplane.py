@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.errors import ComponentFailed, UsageError
-from conformance.sim import binaries
+from conformance.build import binaries
 from conformance.sim.pki import ClusterPKI
 
 # Each component must answer its health endpoint within this long. The API server is the

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cluster.client import connect
-from conformance.sim import binaries
+from conformance.build import binaries
 from conformance.sim import cluster as simcluster
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.checks import pods
 from conformance.checks.pods import PodSpec
-from conformance.sim import binaries
+from conformance.build import binaries
 from conformance.sim import cluster as simcluster
 from conformance.sim.controlplane import ControlPlane, _pid_alive
 

@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conformance.sim import binaries
+from conformance.build import binaries
 from conformance.sim.controlplane import clusters_dir
 
 pytestmark = pytest.mark.skipif(bool(binaries.locate().missing()),
