@@ -5,8 +5,12 @@ BIN    := $(VENV)/bin
 
 .PHONY: setup run test lint unit integration browser bench clean
 
-setup: $(BIN)/gpuconf  ## venv + package + control-plane binaries (Go, cached in ~/.cache)
+setup: $(BIN)/gpuconf  ## venv + package + control-plane and real-node binaries (Go, cached in ~/.cache)
 	bash ci/build-controlplane.sh
+	@# the real node (`--target node`) is optional: a host that cannot build it keeps the sim
+	@# NVIDIA_SRC: the upstream NVIDIA sources (device plugin tag, mock NVML); see build-node.sh
+	bash conformance/build/build-node.sh $(if $(NVIDIA_SRC),--nvidia-src $(NVIDIA_SRC)) all \
+	  || echo "warning: the real node (--target node) is not (fully) built: see the errors above; the sim is unaffected"
 
 $(BIN)/gpuconf: pyproject.toml
 	$(PYTHON) -m venv $(VENV)

@@ -86,3 +86,107 @@ def build(component: str = "all") -> None:
         raise UsageError("the Go toolchain is missing: install Go >= 1.26 and re-run "
                          "`gpuconf sim build`")
     subprocess.run(["bash", str(BUILD_SCRIPT), component], check=True)
+
+
+# ---- the real node (conformance/build/build-node.sh) -------------------------------------------
+NODE_BUILD_SCRIPT = PACKAGE_DIR / "build-node.sh"
+
+
+@dataclass(frozen=True)
+class NodeBinaries:
+    """The real node's binaries in the cache (see build-node.sh for where each comes from)."""
+
+    kubelet: Path
+    containerd: Path
+    containerd_shim: Path
+    ctr: Path
+    runc: Path
+    cni_dir: Path  # bridge, host-local, loopback
+    nvidia_ctk: Path
+    nvidia_container_runtime: Path
+    nfd_master: Path
+    nfd_worker: Path
+    nvidia_device_plugin: Path
+    gpu_feature_discovery: Path
+    config_manager: Path
+    mock_nvml_dir: Path  # libnvidia-ml.so.<version> and configs/*.yaml (GPU profiles)
+    busybox: Path
+    versions: dict
+
+    @property
+    def mock_nvml(self) -> Path:
+        return self.mock_nvml_dir / f"libnvidia-ml.so.{self.versions['MOCK_NVML_LIB_VERSION']}"
+
+    @property
+    def busybox_version(self) -> str:
+        return self.busybox.parent.name.removeprefix("busybox-")
+
+    def groups(self) -> dict[str, list[Path]]:
+        """Binaries by the build step (build-node.sh component) that makes them."""
+        return {
+            "kubelet": [self.kubelet],
+            "containerd": [self.containerd, self.containerd_shim, self.ctr],
+            "runc": [self.runc],
+            "cni": [self.cni_dir / n for n in ("bridge", "host-local", "loopback")],
+            "toolkit": [self.nvidia_ctk, self.nvidia_container_runtime],
+            "nfd": [self.nfd_master, self.nfd_worker],
+            "device-plugin": [self.nvidia_device_plugin, self.gpu_feature_discovery,
+                              self.config_manager],
+            "mock-nvml": [self.mock_nvml],
+            "busybox": [self.busybox],
+        }
+
+    def missing(self, *, mock_nvml: bool = True) -> list[str]:
+        """Build steps whose binaries are not all there (the mock NVML only when asked for)."""
+        return [step for step, paths in self.groups().items()
+                if (mock_nvml or step != "mock-nvml") and not all(p.is_file() for p in paths)]
+
+
+def locate_node() -> NodeBinaries:
+    v = read_versions()
+    root = cache_dir() / "bin"
+    containerd = root / f"containerd-{v['CONTAINERD_VERSION']}"
+    toolkit = root / f"nvidia-container-toolkit-{v['NVIDIA_CONTAINER_TOOLKIT_VERSION']}"
+    nfd = root / f"nfd-{v['NFD_VERSION']}"
+    dp = root / f"nvidia-device-plugin-{v['NVIDIA_DEVICE_PLUGIN_VERSION']}"
+    # busybox is this host's (Debian busybox-static), cached under its own version
+    busybox = sorted(root.glob("busybox-v*/busybox"))
+    return NodeBinaries(
+        kubelet=root / f"kubelet-{v['KUBERNETES_VERSION']}" / "kubelet",
+        containerd=containerd / "containerd",
+        containerd_shim=containerd / "containerd-shim-runc-v2",
+        ctr=containerd / "ctr",
+        runc=root / f"runc-{v['RUNC_VERSION']}" / "runc",
+        cni_dir=root / f"cni-plugins-{v['CNI_PLUGINS_VERSION']}",
+        nvidia_ctk=toolkit / "nvidia-ctk",
+        nvidia_container_runtime=toolkit / "nvidia-container-runtime",
+        nfd_master=nfd / "nfd-master",
+        nfd_worker=nfd / "nfd-worker",
+        nvidia_device_plugin=dp / "nvidia-device-plugin",
+        gpu_feature_discovery=dp / "gpu-feature-discovery",
+        config_manager=dp / "config-manager",
+        mock_nvml_dir=root / f"mock-nvml-{v['MOCK_NVML_COMMIT']}",
+        busybox=busybox[-1] if busybox else root / "busybox-v0" / "busybox",
+        versions=v,
+    )
+
+
+def require_node(*, mock_nvml: bool = True) -> NodeBinaries:
+    """The node's binaries, or a usage error that names the build steps still to run."""
+    node = locate_node()
+    missing = node.missing(mock_nvml=mock_nvml)
+    if missing:
+        raise UsageError(
+            f"node binaries missing ({', '.join(missing)}) under {cache_dir() / 'bin'}: run "
+            "`make setup NVIDIA_SRC=DIR` or `bash conformance/build/build-node.sh --nvidia-src "
+            "DIR` (DIR: the upstream NVIDIA sources; needs Go, gcc and libseccomp-dev)"
+        )
+    return node
+
+
+def build_node(components: list[str] | None = None, *, nvidia_src: str | None = None) -> None:
+    """Build what is missing of the node (minutes on a cold cache)."""
+    argv = ["bash", str(NODE_BUILD_SCRIPT)]
+    if nvidia_src:
+        argv += ["--nvidia-src", nvidia_src]
+    subprocess.run([*argv, *(components or ["all"])], check=True)
