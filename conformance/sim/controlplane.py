@@ -42,6 +42,13 @@ LOG_TAIL_LINES = 25
 # listeners. A port lost anyway (another sim starting at once) is picked again.
 PORT_WINDOW = 10000  # ports tried below the ephemeral range
 PORT_ATTEMPTS = 3
+SERVICE_CIDR = "10.96.0.0/16"
+# The ``kubernetes`` Service's cluster IP (the range's first address): a real node's pods reach
+# the API server there (conformance/node/relay.py), so the serving certificate names it too.
+KUBERNETES_SERVICE_IP = "10.96.0.1"
+# A real kubelet's node carries this label from its registration on; KWOK leaves such nodes
+# (and their pods) alone and manages every other node, as with --manage-all-nodes.
+REAL_NODE_LABEL = "node.gpuconf.io/real"
 
 Progress = Callable[[str], None]
 
@@ -325,9 +332,13 @@ class ControlPlane:
     def _write_pki(self, state: ClusterState) -> None:
         pki = ClusterPKI(self.folder / "pki")
         pki.issue("apiserver", "kube-apiserver", server=True,
-                  hosts=("127.0.0.1", "localhost", "kubernetes", "kubernetes.default",
-                         "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"))
+                  hosts=("127.0.0.1", KUBERNETES_SERVICE_IP, "localhost", "kubernetes",
+                         "kubernetes.default", "kubernetes.default.svc",
+                         "kubernetes.default.svc.cluster.local"))
         pki.issue("etcd-client", "kube-apiserver-etcd-client", client=True)
+        # the API server's identity towards a real kubelet (logs, exec), as kubeadm issues it
+        pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
+                  org="system:masters", client=True)
         pki.service_account_keys()
         users = {
             "admin": ("kubernetes-admin", "system:masters"),
@@ -366,7 +377,12 @@ class ControlPlane:
                     f"--service-account-signing-key-file={pki / 'sa.key'}",
                     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                     "--authorization-mode=Node,RBAC",
-                    "--service-cluster-ip-range=10.96.0.0/16",
+                    f"--service-cluster-ip-range={SERVICE_CIDR}",
+                    # a real kubelet joins with a bootstrap token and is reached at its IP
+                    "--enable-bootstrap-token-auth=true",
+                    f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+                    f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+                    "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
                     "--endpoint-reconciler-type=none",  # loopback cannot be an endpoint IP
                     "--allow-privileged=true", "--event-ttl=1h", "--v=1"]
         if component in ("kube-controller-manager", "kube-scheduler"):
@@ -391,7 +407,7 @@ class ControlPlane:
         if component == "kwok":
             return [binary, f"--kubeconfig={f / 'kwok.kubeconfig'}",
                     f"--config={Path(__file__).with_name('kwok-stages.yaml')}",
-                    "--manage-all-nodes=true",
+                    f"--manage-nodes-with-label-selector=!{REAL_NODE_LABEL}",
                     f"--server-address=127.0.0.1:{p['kwok']}",
                     "--node-ip=127.0.0.1", "--cidr=10.0.0.0/16", "--v=4"]
         raise ValueError(component)
