@@ -1,0 +1,18 @@
+"""A real Kubernetes node on this machine: the sim's control plane, a real kubelet, containerd,
+runc and CNI, and NVIDIA's device plugin, GPU Feature Discovery and NFD from their upstream
+chart; on a host without GPUs, NVIDIA's mock NVML stands in for the driver.
+
+API for the CLI (``gpuconf node ...``) and ``--target node``::
+
+    up(name, *, gpu_profile=None | "8xH100", driver_root=None, dev_root=None,
+       nvidia_src=DIR, progress=print) -> NodeState
+    down(name, *, progress=print) -> bool
+    status(name) -> dict
+
+Own testing: ``python -m conformance.node up|down|status``.
+"""
+
+from conformance.node.lifecycle import DEFAULT_GPU_PROFILE, down, status, up
+from conformance.node.state import NodeState
+
+__all__ = ["DEFAULT_GPU_PROFILE", "NodeState", "down", "status", "up"]

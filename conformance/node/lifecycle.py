@@ -1,0 +1,552 @@
+"""``node up | down | status``: the sim's control plane plus this machine as a real node.
+
+``up`` starts the control plane (etcd, API server, controller manager, scheduler, KWOK for any
+simulated nodes) and, meanwhile, the node: containerd with runc and the CNI bridge, the node's
+images imported, the GPUs (mock NVML or the real driver) described by nvidia-ctk's CDI spec. The
+kubelet then joins through a bootstrap token and the upstream device plugin chart (GFD, NFD)
+is installed with Helm. ``up`` returns once the node is Ready, the NVIDIA DaemonSets are rolled
+out, ``nvidia.com/gpu`` is allocatable and GFD's labels are on the node.
+
+Every host change is recorded in the node's state before it is made, so ``down`` (and the
+cleanup of a failed or interrupted ``up``) removes exactly what was made: processes by PID,
+mounts below the node's folders, the bridge, the Service address, sysctls, cgroups, host paths.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from conformance.build import binaries
+from conformance.common import interrupts
+from conformance.common.errors import ComponentFailed, NotConverged, UsageError
+from conformance.node import chart as chartmod
+from conformance.node import configs, gpu, host, images, kube, procs
+from conformance.node.state import HOST_PATHS, KUBELET_ROOT, RUN_ROOT, NodeState, nodes_dir
+from conformance.sim.controlplane import (
+    KUBERNETES_SERVICE_IP,
+    REAL_NODE_LABEL,
+    ClusterState,
+    ControlPlane,
+    log_tail,
+)
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds conformance/ (the relay imports it)
+DEFAULT_GPU_PROFILE = "8xH100"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # the chart's affinity accepts it for any GPU host
+GPU_SOURCE_ANNOTATION = "node.gpuconf.io/gpu-source"  # "mock-nvml 8xH100" or "driver"
+# Waits. Measured here (2 cores): containerd answers in < 1 s, the node is Ready ~10 s after
+# the kubelet starts, the chart's DaemonSets roll out in ~20 s. The limits leave room on a
+# loaded CI machine without hiding a hang.
+CONTAINERD_READY_TIMEOUT_S = 30.0
+NODE_READY_TIMEOUT_S = 120.0
+ROLLOUT_TIMEOUT_S = 240.0
+GPUS_TIMEOUT_S = 120.0
+CTR_TIMEOUT_S = 120.0  # one image import (hundreds of MB on a cold page cache)
+TEARDOWN_CALL_TIMEOUT_S = 15.0
+
+Progress = Callable[[str], None]
+
+
+# ---- public API -----------------------------------------------------------------------------
+def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: str | None = None,
+       dev_root: str | None = None, nvidia_src: str | None = None,
+       progress: Progress = print) -> NodeState:
+    """Bring the node up (see the module docstring); raises UsageError for bad input or a host
+    that cannot run a node (before anything starts), ComponentFailed / NotConverged when a
+    component does not come up (after removing what was created)."""
+    t_start = time.monotonic()
+    if gpu_profile and driver_root:
+        raise UsageError("give a GPU profile (mock NVML) or a driver root (real GPUs), not both")
+    if dev_root and not driver_root:
+        raise UsageError("--dev-root goes with --driver-root (the real driver's device nodes)")
+    mock = not driver_root
+    plane = ControlPlane(name)  # validates the name
+    chart = chartmod.find_chart(nvidia_src)
+    cp_bins = binaries.require()
+    if not cp_bins.helm.is_file():
+        raise UsageError(f"helm missing under {binaries.cache_dir() / 'bin'}: run `make setup`")
+    nb = binaries.require_node(mock_nvml=mock)
+    if mock:
+        profile = gpu.parse_profile(gpu_profile or DEFAULT_GPU_PROFILE, gpu.mock_models(nb))
+    else:
+        gpu.check_driver_root(Path(driver_root), Path(dev_root or "/"))
+
+    existing = NodeState.load(name)
+    if existing is not None:
+        if any(procs.pid_alive(p) and procs.runs(p, existing.binaries.get(c, ""))
+               for c, p in existing.pids.items()):
+            raise UsageError(f"node {name!r} is already up (kubeconfig {existing.kubeconfig}); "
+                             "`gpuconf node down` first")
+        progress(f"node {name!r}: removing what an interrupted run left")
+        down(name, progress=progress)
+    cp_existing = plane.state()
+    if cp_existing is not None and any(procs.pid_alive(p) for p in cp_existing.pids.values()):
+        raise UsageError(f"a cluster named {name!r} is already running (kubeconfig "
+                         f"{cp_existing.kubeconfig}); pick another name or stop it first")
+
+    f = host.facts(nb.busybox)
+    problems = host.preflight_problems(
+        f, bridge=configs.BRIDGE, networks=[configs.POD_CIDR, f"{KUBERNETES_SERVICE_IP}/32"])
+    if f.root and host.tcp_port_taken(443):
+        problems.append("port 443 is taken (the kubernetes Service's port for pods)")
+    if f.root and (why := _cgo_binaries_fail(nb)):
+        problems.append(why)
+    if problems:
+        raise UsageError(f"this host cannot run a node: {'; '.join(problems)}")
+
+    folder = nodes_dir() / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    (folder / "logs").mkdir(parents=True)
+    run_dir = RUN_ROOT / name
+    # the host paths that do not exist yet: recorded before anything creates them
+    created = [str(m) for p in HOST_PATHS if (m := host.first_missing(p)) is not None]
+    if not f.kmsg:
+        created.append("/dev/kmsg")
+    state = NodeState(name=name, folder=str(folder), run_dir=str(run_dir),
+                      node_name=_node_name(), node_ip=configs.NODE_IP, started=time.time(),
+                      host=f.as_dict(), sysctls=host.read_sysctls(),
+                      created=list(dict.fromkeys(created)))
+    state.host["kubepods_before"] = [str(p) for p in host.kubepods_cgroups()]
+    # host paths that exist already keep what they hold; down removes only what was added
+    state.host["preexisting"] = {str(p): sorted(e.name for e in p.iterdir())
+                                 for p in HOST_PATHS if p.is_dir()}
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True)
+    state.save()
+    progress(f"node {state.node_name}: cgroup {f.cgroup}, snapshotter "
+             f"{state.host['snapshotter']}, state in {folder}")
+
+    def mark(step: str) -> None:
+        state.timings[step] = round(time.monotonic() - t_start, 1)
+        state.save()
+
+    try:
+        cp_state = _start_with_control_plane(
+            plane, progress,
+            lambda: _node_side(state, f, nb, profile if mock else None,
+                               driver_root, dev_root, progress, mark))
+        mark("control_plane_ready")
+        _join(state, cp_state, nb, progress)
+        mark("node_ready")
+        _install_chart(state, cp_state, nb, chart, progress)
+        mark("daemonsets_rolled_out")
+        c = kube.api(cp_state.kubeconfig)
+        kube.wait("nvidia.com/gpu advertised by the device plugin",
+                  lambda: kube.gpus_advertised(c, state.node_name, state.gpu.get("count")),
+                  timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+        kube.wait("GFD labels on the node (through NFD)",
+                  lambda: kube.gfd_labels(c, state.node_name),
+                  timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+        mark("gpus_advertised")
+    except BaseException:
+        with interrupts.deferred():
+            progress("node up failed: removing what it created (logs kept in "
+                     f"{state.logs})")
+            state.phase = "failed"
+            state.save()
+            down(name, progress=progress, keep_logs=True)
+        raise
+    state.phase = "ready"
+    mark("total")
+    progress(f"node {state.node_name} Ready in {state.timings['node_ready']:.0f}s, NVIDIA "
+             f"DaemonSets rolled out at {state.timings['daemonsets_rolled_out']:.0f}s, "
+             f"{_gpu_words(state)} at {state.timings['total']:.0f}s; "
+             f"kubeconfig {state.kubeconfig}")
+    return state
+
+
+def down(name: str = "gpuconf", *, progress: Progress = print, keep_logs: bool = False) -> bool:
+    """Stop every process the node started, unmount, remove its bridge, addresses, cgroups,
+    host paths and state, put sysctls back; then stop its control plane. False: no such node."""
+    state = NodeState.load(name)
+    if state is None:
+        # what a failed up kept for diagnosis (logs only: no state, nothing running)
+        if (nodes_dir() / name).is_dir() and not keep_logs:
+            shutil.rmtree(nodes_dir() / name, ignore_errors=True)
+            if ControlPlane(name).state() is None:
+                ControlPlane(name).down(progress=progress)
+        return False
+    with interrupts.deferred():
+        _teardown(state, progress, keep_logs)
+    return True
+
+
+def status(name: str = "gpuconf") -> dict:
+    """The node's state for ``gpuconf node status`` and the report fingerprint."""
+    state = NodeState.load(name)
+    if state is None:
+        return {"name": name, "running": False}
+    components = {c: {"pid": pid, "running": procs.pid_alive(pid)
+                      and procs.runs(pid, state.binaries.get(c, ""))}
+                  for c, pid in state.pids.items()}
+    cp = ControlPlane(name).status()
+    gpu_info = {k: v for k, v in state.gpu.items() if k != "cdi_devices"}
+    out = {
+        "name": name, "phase": state.phase, "node": state.node_name, "node_ip": state.node_ip,
+        "running": bool(components) and all(v["running"] for v in components.values())
+        and cp.get("running", False),
+        "kubeconfig": str(state.kubeconfig), "gpu": gpu_info, "host": state.host,
+        "images": state.images, "chart": state.chart, "timings": state.timings,
+        "components": components, "control_plane": cp,
+    }
+    if out["running"]:
+        with contextlib.suppress(Exception):
+            from kubernetes import client
+
+            node = client.CoreV1Api(kube.api(state.kubeconfig)).read_node(
+                state.node_name, _request_timeout=5)
+            out["ready"] = any(c.type == "Ready" and c.status == "True"
+                               for c in node.status.conditions or [])
+            out["gpus_allocatable"] = int((node.status.allocatable or {})
+                                          .get("nvidia.com/gpu", "0"))
+            out["gpu_product"] = (node.metadata.labels or {}).get("nvidia.com/gpu.product")
+    return out
+
+
+# ---- up, step by step -----------------------------------------------------------------------
+def _node_name() -> str:
+    name = re.sub(r"[^a-z0-9-]", "-", socket.gethostname().lower().split(".")[0]).strip("-")
+    return name or "gpuconf-node"
+
+
+def _cgo_binaries_fail(nb: binaries.NodeBinaries) -> str | None:
+    """The NVIDIA binaries link glibc (NVML is loaded at run time): do they run here?"""
+    try:
+        proc = subprocess.run([str(nb.nvidia_ctk), "--version"], capture_output=True,
+                              text=True, timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"nvidia-ctk does not run here ({exc})"
+    if proc.returncode != 0:
+        first = (proc.stderr or proc.stdout).strip().splitlines()[:1]
+        return f"nvidia-ctk does not run here ({first[0] if first else proc.returncode})"
+    return None
+
+
+def _start_with_control_plane(plane: ControlPlane, progress: Progress,
+                              node_side: Callable[[], None]) -> ClusterState:
+    """Start the control plane in a thread while ``node_side`` runs here; both must succeed.
+    A failure on either side waits for the other to finish before it is raised, so the
+    cleanup that follows finds every process recorded."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="control-plane") as pool:
+        future = pool.submit(plane.up, progress=lambda m: progress(f"control plane: {m}"))
+        try:
+            node_side()
+        except BaseException:
+            with interrupts.deferred(), contextlib.suppress(BaseException):
+                future.result()
+            raise
+        return future.result()
+
+
+def _node_side(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
+               profile: gpu.Profile | None, driver_root: str | None, dev_root: str | None,
+               progress: Progress, mark: Callable[[str], None]) -> None:
+    _host_setup(state, f, progress)
+    _gpu_setup(state, nb, profile, driver_root, dev_root, progress)
+    mark("gpu_cdi")
+    _start_containerd(state, f, nb, progress)
+    mark("containerd_ready")
+    _import_images(state, nb, progress)
+    mark("images_imported")
+
+
+def _host_setup(state: NodeState, f: host.HostFacts, progress: Progress) -> None:
+    # record first, then create: an interrupt in between still leaves the record
+    kmsg = Path("/dev/kmsg")
+    state.links.append(configs.BRIDGE)
+    state.addresses.append([f"{KUBERNETES_SERVICE_IP}/32", "lo"])
+    state.save()
+    for p in HOST_PATHS:
+        p.mkdir(parents=True, exist_ok=True)
+    if not f.kmsg:
+        os.mknod(kmsg, 0o644 | 0o020000, os.makedev(1, 11))
+        progress("created /dev/kmsg (the kubelet's OOM watcher reads it; removed by down)")
+    if f.cgroup == "v1":
+        progress("cgroup v1 hierarchy: the kubelet runs with failCgroupV1: false")
+    elif added := host.enable_v2_controllers():
+        state.cgroup_subtree = added
+        state.save()
+        progress(f"cgroup v2: enabled {', '.join(added)} for the root's children")
+    if not f.cap_sys_resource:
+        progress("root lacks CAP_SYS_RESOURCE: containerd restricts oom_score_adj and the "
+                 "kubelet keeps oomScoreAdj 0")
+    host.add_bridge(f.ip_tool, configs.BRIDGE, f"{configs.NODE_IP}/24")
+    host.add_address(f.ip_tool, f"{KUBERNETES_SERVICE_IP}/32", "lo")
+
+
+def _gpu_setup(state: NodeState, nb: binaries.NodeBinaries, profile: gpu.Profile | None,
+               driver_root: str | None, dev_root: str | None, progress: Progress) -> None:
+    paths = configs.Paths(state.path, Path(state.run_dir))
+    if profile is not None:
+        info = gpu.mock_driver_root(nb, profile, state.path / "driver")
+        progress(f"GPUs: mock NVML, {profile.name} ({info['model']}, driver "
+                 f"{info['driver_version']}) in {state.path / 'driver'}")
+    else:
+        info = gpu.real_driver(Path(driver_root), Path(dev_root or "/"))
+        progress(f"GPUs: NVIDIA driver in {driver_root} (devices in {info['dev_root']}/dev)")
+    devices = gpu.generate_cdi(nb, info, paths.cdi_dir / "nvidia.yaml", state.logs / "cdi.log")
+    gpus = [d for d in devices if d != "all" and not d.startswith("GPU-") and d.isdigit()]
+    info["cdi_devices"] = devices
+    info.setdefault("count", len(gpus))
+    state.gpu = info
+    state.save()
+    progress(f"CDI spec by nvidia-ctk: {len(gpus)} GPU(s), devices {', '.join(devices[:4])}"
+             f"{' ...' if len(devices) > 4 else ''}")
+
+
+def _start_containerd(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
+                      progress: Progress) -> None:
+    p = configs.Paths(state.path, Path(state.run_dir))
+    snapshotter = state.host["snapshotter"]
+    p.cni_conf_dir.mkdir(parents=True)
+    (p.cni_conf_dir / "10-gpuconf.conflist").write_text(configs.cni_conflist(p))
+    p.nvidia_runtime_config.write_text(
+        configs.nvidia_runtime_toml(p, runc=nb.runc, nvidia_ctk=nb.nvidia_ctk))
+    p.containerd_config.write_text(configs.containerd_toml(
+        p, runc=nb.runc, nvidia_runtime=nb.nvidia_container_runtime, cni_bin=nb.cni_dir,
+        snapshotter=snapshotter, restrict_oom_score_adj=not f.cap_sys_resource))
+    p.resolv_conf.write_text("")  # pods resolve nothing: there is no cluster DNS
+    env = {"PATH": f"{nb.containerd.parent}:{nb.runc.parent}:{os.environ.get('PATH', '')}",
+           "NVIDIA_CTK_CONFIG_FILE_PATH": str(p.nvidia_runtime_config)}
+    progress("starting containerd")
+    t0 = time.monotonic()
+    proc = procs.start(state, "containerd",
+                       [str(nb.containerd), f"--config={p.containerd_config}",
+                        "--log-level=info"], env=env)
+    procs.wait_until("containerd", proc, state.logs / "containerd.log",
+                     lambda: _ctr(state, nb, "version", timeout=5, check=False) == 0,
+                     timeout=CONTAINERD_READY_TIMEOUT_S, progress=progress, what="answering")
+    progress(f"containerd ready in {time.monotonic() - t0:.1f}s")
+
+
+def _ctr(state: NodeState, nb: binaries.NodeBinaries, *args: str, timeout: float,
+         check: bool = True, namespace: str = "k8s.io") -> int:
+    log = state.logs / "ctr.log"
+    argv = [str(nb.ctr), f"--address={state.containerd_socket}", f"--namespace={namespace}", *args]
+    with log.open("ab") as fh:
+        fh.write(f"$ {' '.join(argv)}\n".encode())
+        try:
+            proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
+                                  check=False)
+        except subprocess.TimeoutExpired as exc:
+            if check:
+                raise ComponentFailed("ctr", f"`ctr {args[0]}` timed out", log_tail(log)) from exc
+            return 124
+    if check and proc.returncode != 0:
+        raise ComponentFailed("ctr", f"`ctr {' '.join(args[:2])}` failed", log_tail(log))
+    return proc.returncode
+
+
+def _ctr_lines(state: NodeState, nb: binaries.NodeBinaries, *args: str,
+               namespace: str = "k8s.io") -> list[str]:
+    try:
+        proc = subprocess.run([str(nb.ctr), f"--address={state.containerd_socket}",
+                               f"--namespace={namespace}", *args], capture_output=True,
+                              text=True, timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return []
+    return proc.stdout.split() if proc.returncode == 0 else []
+
+
+def _import_images(state: NodeState, nb: binaries.NodeBinaries, progress: Progress) -> None:
+    imgs, roles = images.node_images(nb)
+    t0 = time.monotonic()
+    archive, cached = images.cached_archive(imgs)
+    if not cached:
+        progress(f"wrote the node's images to {archive} in {time.monotonic() - t0:.1f}s "
+                 "(cached for the next bring-up)")
+    progress(f"importing {len(imgs)} images ({archive.stat().st_size >> 20} MiB, pinned)")
+    t0 = time.monotonic()
+    _ctr(state, nb, "images", "import", f"--label={images.PINNED_LABEL}",
+         f"--snapshotter={state.host['snapshotter']}", str(archive), timeout=CTR_TIMEOUT_S)
+    listed = set(_ctr_lines(state, nb, "images", "ls", "-q"))
+    missing = [r for r in roles.values() if r not in listed]
+    if missing:
+        raise ComponentFailed("ctr", f"images not imported: {', '.join(missing)}",
+                              log_tail(state.logs / "ctr.log"))
+    state.images = roles
+    state.save()
+    progress(f"images imported in {time.monotonic() - t0:.1f}s: {', '.join(roles.values())}")
+
+
+def _alive_check(state: NodeState) -> Callable[[], None]:
+    def check() -> None:
+        for component in ("containerd", "kubelet", "relay"):
+            pid = state.pids.get(component)
+            if pid is not None and not procs.pid_alive(pid):
+                procs.reap(pid)
+                raise ComponentFailed(component, "exited",
+                                      log_tail(state.logs / f"{component}.log"))
+    return check
+
+
+def _join(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries,
+          progress: Progress) -> None:
+    c = kube.api(cp.kubeconfig)
+    token = kube.bootstrap_token(c)
+    kube.join_rbac(c)
+    kube.runtime_class(c)
+    # pods reach the API server at the kubernetes Service's address (see relay.py)
+    progress(f"relaying the kubernetes Service ({KUBERNETES_SERVICE_IP}:443) to the API server")
+    relay = procs.start(state, "relay", [
+        sys.executable, "-m", "conformance.node.relay", f"{KUBERNETES_SERVICE_IP}:443",
+        f"127.0.0.1:{cp.ports['kube-apiserver']}"], env={"PYTHONPATH": str(PACKAGE_ROOT)})
+    procs.wait_until("relay", relay, state.logs / "relay.log",
+                     lambda: _accepts(KUBERNETES_SERVICE_IP, 443),
+                     timeout=10, progress=progress, what="listening")
+
+    p = configs.Paths(state.path, Path(state.run_dir))
+    ca = Path(cp.folder) / "pki" / "ca.crt"
+    p.kubelet_config.write_text(configs.kubelet_yaml(
+        p, cgroup=state.host["cgroup"], oom_score_adj=0 if not state.host["cap_sys_resource"]
+        else -999, ca=ca))
+    p.bootstrap_kubeconfig.write_text(configs.bootstrap_kubeconfig(cp.server, ca, token))
+    p.bootstrap_kubeconfig.chmod(0o600)
+    labels = f"{REAL_NODE_LABEL}=true,{GPU_PRESENT_LABEL}=true"
+    progress(f"starting the kubelet (node {state.node_name}, joins with a bootstrap token)")
+    t0 = time.monotonic()
+    procs.start(state, "kubelet", [
+        str(nb.kubelet), f"--config={p.kubelet_config}",
+        f"--bootstrap-kubeconfig={p.bootstrap_kubeconfig}", f"--kubeconfig={p.kubelet_kubeconfig}",
+        f"--cert-dir={p.kubelet_pki}", f"--root-dir={KUBELET_ROOT}",
+        f"--hostname-override={state.node_name}", f"--node-ip={configs.NODE_IP}",
+        f"--node-labels={labels}", "--v=2"])
+    kube.wait(f"node {state.node_name} to be Ready", lambda: kube.node_ready(c, state.node_name),
+              timeout=NODE_READY_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    progress(f"node {state.node_name} Ready {time.monotonic() - t0:.1f}s after the kubelet "
+             "started")
+    source = state.gpu["source"] + (f" {state.gpu['profile']}" if state.gpu.get("profile")
+                                    else "")
+    from kubernetes import client
+
+    client.CoreV1Api(c).patch_node(state.node_name, {"metadata": {"annotations": {
+        GPU_SOURCE_ANNOTATION: source}}})
+
+
+def _accepts(ip: str, port: int) -> bool:
+    try:
+        socket.create_connection((ip, port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+def _install_chart(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries, chart: Path,
+                   progress: Progress) -> None:
+    helm = Path(cp.binaries["helm"])
+    vals = chartmod.values(gpu=state.gpu, nvidia_ctk=nb.nvidia_ctk,
+                           nfd_version=nb.versions["NFD_VERSION"], node_label=REAL_NODE_LABEL)
+    state.chart = {"release": chartmod.RELEASE, "namespace": chartmod.NAMESPACE,
+                   "chart": str(chart), "values": vals}
+    state.save()
+    progress(f"helm install {chartmod.RELEASE} {chart} (device plugin, GFD, NFD)")
+    chartmod.install(helm=helm, kubeconfig=cp.kubeconfig, chart=chart, vals=vals,
+                     folder=state.path, log=state.logs / "helm.log")
+    c = kube.api(cp.kubeconfig)
+    try:
+        seconds = kube.wait(f"the NVIDIA DaemonSets in {chartmod.NAMESPACE} to roll out",
+                            lambda: kube.rolled_out(c, chartmod.NAMESPACE),
+                            timeout=ROLLOUT_TIMEOUT_S, progress=progress,
+                            alive=_alive_check(state))
+    except NotConverged as exc:
+        raise NotConverged(f"{exc}; pods: {kube.not_running_pods(c, chartmod.NAMESPACE)}; "
+                           f"events: {kube.warning_events(c, chartmod.NAMESPACE)}") from exc
+    progress(f"NVIDIA DaemonSets rolled out in {seconds:.1f}s")
+
+
+def _gpu_words(state: NodeState) -> str:
+    n = state.gpu.get("count")
+    what = (f"{state.gpu.get('profile')} (mock NVML)" if state.gpu["source"] == "mock-nvml"
+            else "the real driver's GPUs")
+    return f"{n} nvidia.com/gpu from {what}"
+
+
+# ---- down -----------------------------------------------------------------------------------
+def _teardown(state: NodeState, progress: Progress, keep_logs: bool) -> None:
+    t0 = time.monotonic()
+    nb = binaries.locate_node()
+    tool = host.ip_tool(nb.busybox)
+    # 1. the kubelet first: it would restart what is stopped below
+    for component in ("kubelet", "relay"):
+        if component in state.pids:
+            progress(f"stopping {component} (pid {state.pids[component]})")
+            procs.stop(state.pids[component], state.binaries.get(component, ""))
+            state.pids.pop(component)
+            state.save()
+    # 2. every container, then containerd, then what outlived it (shims, container processes)
+    if "containerd" in state.pids:
+        if procs.pid_alive(state.pids["containerd"]):
+            tasks = _ctr_lines(state, nb, "tasks", "ls", "-q")
+            if tasks:
+                progress(f"killing {len(tasks)} container(s)")
+            for task in tasks:
+                _ctr(state, nb, "tasks", "kill", "--signal=SIGKILL", task,
+                     timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
+            for task in tasks:
+                _ctr(state, nb, "tasks", "delete", "--force", task,
+                     timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
+        progress(f"stopping containerd (pid {state.pids['containerd']})")
+        procs.stop(state.pids["containerd"], state.binaries.get("containerd", ""))
+        state.pids.pop("containerd")
+        state.save()
+    shims = procs.pids_running(str(nb.containerd_shim))
+    if shims:
+        progress(f"killing {len(shims)} leftover shim(s)")
+        procs.kill_all(shims)
+    before = set(state.host.get("kubepods_before", []))
+    ours = [t for t in host.kubepods_cgroups() if str(t) not in before]
+    leftover = set().union(*(host.cgroup_pids(t) for t in ours)) if ours else set()
+    if leftover:
+        progress(f"killing {len(leftover)} container process(es) left in the pod cgroups")
+        procs.kill_all(leftover)
+    # 3. the control plane
+    plane = ControlPlane(state.name)
+    if plane.state() is not None:
+        plane.down(progress=lambda m: progress(f"control plane: {m}"), keep_logs=keep_logs)
+    # 4. mounts, cgroups, network, sysctls, host paths
+    roots = [KUBELET_ROOT, state.path, Path(state.run_dir)]
+    stuck = host.unmount_all(roots, progress)
+    for tree in ours:
+        if not host.remove_cgroup_tree(tree):
+            progress(f"warning: cgroup {tree} could not be removed")
+    if tool:
+        for veth in host.veths_on(configs.BRIDGE):
+            host.delete_link(tool, veth)
+        for link in state.links:
+            host.delete_link(tool, link)
+        for cidr, dev in state.addresses:
+            host.remove_address(tool, cidr, dev)
+    state.links, state.addresses = [], []
+    host.restore_sysctls(state.sysctls, progress)
+    host.disable_v2_controllers(state.cgroup_subtree)
+    kept: list[str] = []
+    for folder, entries in state.host.get("preexisting", {}).items():
+        if Path(folder).is_dir():
+            for entry in Path(folder).iterdir():
+                if entry.name not in entries:
+                    kept += host.safe_rmtree(entry)
+    for created in reversed(state.created):
+        kept += host.safe_rmtree(Path(created))
+    kept += host.safe_rmtree(Path(state.run_dir))
+    if keep_logs:
+        for entry in state.path.iterdir():
+            if entry.name != "logs":
+                kept += host.safe_rmtree(entry)
+    else:
+        kept += host.safe_rmtree(state.path)
+    for what, items in (("still mounted", stuck), ("left in place (another filesystem)", kept)):
+        if items:
+            progress(f"warning: {what}: {', '.join(items[:5])}")
+    progress(f"node {state.node_name} removed in {time.monotonic() - t0:.1f}s")
