@@ -1,0 +1,89 @@
+"""One real node for these tests: the sim's control plane plus this machine's kubelet,
+containerd, runc and CNI, with NVIDIA's device plugin, GFD and NFD from the upstream chart
+and the mock NVML as the driver (8xH100). Started once, always removed.
+
+Skips, with the reason, where a node cannot run: not root, node binaries not built
+(`make setup NVIDIA_SRC=DIR`), NVIDIA_SRC not set (the upstream NVIDIA sources: the device
+plugin chart), or a kubelet already running here.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from conformance.build import binaries
+from conformance.common.errors import UsageError
+from conformance.node import chart as chartmod
+from conformance.node import lifecycle
+from tests.node import hostsnap
+
+NODE_NAME = f"ntest-{os.getpid()}"
+GPU_PROFILE = "8xH100"
+GPU_COUNT = 8
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "tests/node" in str(item.fspath).replace(os.sep, "/"):
+            item.add_marker(pytest.mark.integration)
+
+
+def node_preconditions() -> tuple[str, str | None]:
+    """(reason to skip or "", NVIDIA source folder)."""
+    if os.geteuid() != 0:
+        return "the real node needs root (kubelet, containerd, runc)", None
+    if binaries.locate().missing():
+        return "control-plane binaries not built: run `make setup`", None
+    missing = binaries.locate_node().missing()
+    if missing:
+        return (f"node binaries not built ({', '.join(missing)}): run "
+                "`make setup NVIDIA_SRC=DIR` (needs Go, gcc, libseccomp-dev, busybox-static)"), None
+    src = os.environ.get("NVIDIA_SRC")
+    if not src:
+        return ("NVIDIA_SRC not set (the upstream NVIDIA sources holding the device plugin "
+                "chart)"), None
+    try:
+        chartmod.find_chart(src)
+    except UsageError as exc:
+        return f"no device plugin chart: {exc}", None
+    return "", src
+
+
+@pytest.fixture(scope="session")
+def nvidia_src() -> str:
+    reason, src = node_preconditions()
+    if reason:
+        pytest.skip(reason)
+    return str(src)
+
+
+@pytest.fixture(scope="session")
+def host_before(nvidia_src) -> hostsnap.Snapshot:
+    """This host before any node test touched it (down must bring it back to this)."""
+    return hostsnap.take()
+
+
+@pytest.fixture(scope="session")
+def node(nvidia_src, host_before):
+    lines: list[str] = []
+    try:
+        state = lifecycle.up(NODE_NAME, gpu_profile=GPU_PROFILE, nvidia_src=nvidia_src,
+                             progress=lines.append)
+    except UsageError as exc:
+        if "already" in str(exc) or "kubelet" in str(exc):
+            pytest.skip(f"this host cannot run the test node now: {exc}")
+        raise
+    try:
+        yield state
+    finally:
+        lifecycle.down(NODE_NAME, progress=lines.append)
+
+
+@pytest.fixture(scope="session")
+def api(node):
+    from conformance.node import kube
+
+    return kube.api(Path(node.kubeconfig))

@@ -1,0 +1,62 @@
+"""What a node changes on its host, recorded before and compared after ``down``: mounts, links,
+addresses, the kubelet's cgroups, the fixed host paths, the sysctls it may set, and processes
+running the node's binaries."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from conformance.build import binaries
+from conformance.node import host
+from conformance.node.procs import pids_running
+from conformance.node.state import HOST_PATHS, RUN_ROOT
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    mounts: frozenset[str]
+    links: frozenset[str]
+    addresses: frozenset[str]
+    cgroups: frozenset[str]
+    paths: frozenset[str]
+    sysctls: tuple[tuple[str, str], ...]
+    processes: frozenset[str]
+
+    def differences(self, other: Snapshot) -> list[str]:
+        out = []
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name == "sysctls":
+                changed = [f"{k}: {v} -> {dict(b).get(k)}" for k, v in a if dict(b).get(k) != v]
+                out += [f"sysctl {c}" for c in changed]
+                continue
+            out += [f"{f.name}: added {x}" for x in sorted(b - a)]
+            out += [f"{f.name}: removed {x}" for x in sorted(a - b)]
+        return out
+
+
+def _ip(*args: str) -> list[str]:
+    tool = host.ip_tool(None)
+    if not tool:
+        return []
+    return subprocess.run([*tool, *args], capture_output=True, text=True,
+                          check=False).stdout.splitlines()
+
+
+def take() -> Snapshot:
+    nb = binaries.locate_node()
+    ours = [nb.kubelet, nb.containerd, nb.containerd_shim, nb.runc, nb.nvidia_container_runtime]
+    watched = [*HOST_PATHS, Path("/dev/kmsg"), RUN_ROOT]
+    return Snapshot(
+        mounts=frozenset(line.split()[4] for line in
+                         Path("/proc/self/mountinfo").read_text().splitlines()),
+        links=frozenset(line.split(":")[1].strip().split("@")[0]
+                        for line in _ip("-o", "link", "show")),
+        addresses=frozenset(" ".join(line.split()[1:4:2]) for line in _ip("-o", "addr", "show")),
+        cgroups=frozenset(str(p) for p in host.kubepods_cgroups()),
+        paths=frozenset(str(p) for p in watched if p.exists()),
+        sysctls=tuple(sorted(host.read_sysctls().items())),
+        processes=frozenset(f"{b.name}:{pid}" for b in ours for pid in pids_running(str(b))),
+    )

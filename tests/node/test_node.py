@@ -1,0 +1,139 @@
+"""The real node, end to end: a kubelet joined through a bootstrap token and Ready, the real
+device plugin advertising the mock's GPUs, GFD's labels carried to the node by NFD, GPU pods
+that see exactly their devices through CDI, and ``down`` leaving nothing behind.
+
+The tests run in file order; the last one takes the node down.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from conformance.build import binaries
+from conformance.common.errors import UsageError
+from conformance.node import chart as chartmod
+from conformance.node import lifecycle
+from conformance.node.configs import CDI_RUN_DIR
+from conformance.nvidia.gfd_contract import check_gfd_labels
+from conformance.sim.controlplane import REAL_NODE_LABEL
+from tests.node import hostsnap
+from tests.node.conftest import GPU_COUNT, NODE_NAME
+
+POD_TIMEOUT_S = 60.0  # a pod here starts in 1-3 s; a minute covers a loaded CI machine
+
+
+def _node(api) -> client.V1Node:
+    return client.CoreV1Api(api).read_node(lifecycle.status(NODE_NAME)["node"])
+
+
+def _run_pod(api, name: str, script: str, gpus: int | None) -> str:
+    """Run ``script`` in the node's busybox image to completion; returns its log."""
+    core = client.CoreV1Api(api)
+    image = lifecycle.status(NODE_NAME)["images"]["busybox"]
+    limits = {"nvidia.com/gpu": str(gpus)} if gpus else None
+    core.create_namespaced_pod("default", client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PodSpec(restart_policy="Never", containers=[client.V1Container(
+            name="c", image=image, command=["sh", "-c", script],
+            resources=client.V1ResourceRequirements(limits=limits))])))
+    deadline = time.monotonic() + POD_TIMEOUT_S
+    phase = None
+    while time.monotonic() < deadline:
+        phase = core.read_namespaced_pod(name, "default").status.phase
+        if phase in ("Succeeded", "Failed"):
+            break
+        time.sleep(0.5)
+    log = core.read_namespaced_pod_log(name, "default")  # through the API server -> kubelet
+    core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
+    assert phase == "Succeeded", f"pod {name} ended {phase}: {log}"
+    return log
+
+
+def test_node_is_a_real_kubelet_joined_and_ready(node, api):
+    n = _node(api)
+    ready = [c for c in n.status.conditions if c.type == "Ready"]
+    assert ready and ready[0].status == "True", ready
+    v = binaries.read_versions()
+    assert n.status.node_info.kubelet_version == v["KUBERNETES_VERSION"]
+    runtime = n.status.node_info.container_runtime_version
+    assert runtime == f"containerd://{v['CONTAINERD_VERSION'].lstrip('v')}"
+    assert n.metadata.labels[REAL_NODE_LABEL] == "true"  # so KWOK leaves it alone
+    assert not any(k.startswith("kwok.x-k8s.io") for k in n.metadata.annotations or {})
+    # joined through the bootstrap token: its client certificate came from an approved CSR
+    csrs = client.CertificatesV1Api(api).list_certificate_signing_request().items
+    assert any(c.spec.username.startswith("system:bootstrap:") and c.status.certificate
+               for c in csrs), [c.spec.username for c in csrs]
+
+
+def test_status_and_node_say_the_gpus_are_mock_nvml(node, api):
+    s = lifecycle.status(NODE_NAME)
+    assert s["running"] and s["ready"]
+    assert s["gpu"]["source"] == "mock-nvml" and s["gpu"]["profile"] == "8xH100"
+    assert s["host"]["cgroup"] in ("v1", "v2")
+    assert _node(api).metadata.annotations[lifecycle.GPU_SOURCE_ANNOTATION] == "mock-nvml 8xH100"
+
+
+def test_nvidia_daemonsets_from_the_upstream_chart_are_rolled_out(node, api):
+    apps = client.AppsV1Api(api)
+    names = {ds.metadata.name: ds for ds in apps.list_namespaced_daemon_set(
+        chartmod.NAMESPACE).items}
+    for want in ("nvdp-nvidia-device-plugin", "nvdp-nvidia-device-plugin-gpu-feature-discovery",
+                 "nvdp-node-feature-discovery-worker"):
+        ds = names[want]
+        assert ds.status.number_available == ds.status.desired_number_scheduled == 1, want
+    images = {c.image for ds in names.values() for c in ds.spec.template.spec.containers}
+    assert lifecycle.status(NODE_NAME)["images"]["device-plugin"] in images
+
+
+def test_device_plugin_advertises_the_profiles_gpus(node, api):
+    n = _node(api)
+    assert n.status.capacity["nvidia.com/gpu"] == str(GPU_COUNT)
+    assert n.status.allocatable["nvidia.com/gpu"] == str(GPU_COUNT)
+
+
+def test_gfd_labels_reach_the_node_through_nfd_and_meet_the_upstream_contract(node, api):
+    labels = _node(api).metadata.labels
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
+    assert labels["nvidia.com/gpu.count"] == str(GPU_COUNT)
+    assert labels["nvidia.com/cuda.driver-version.full"] == "550.163.01"
+    # GFD published them as an NFD NodeFeature object; nfd-master turned that into labels
+    features = client.CustomObjectsApi(api).list_namespaced_custom_object(
+        "nfd.k8s-sigs.io", "v1alpha1", chartmod.NAMESPACE, "nodefeatures")["items"]
+    assert any("nvidia.com/gpu.product" in (f.get("spec", {}).get("labels") or {})
+               for f in features), [f["metadata"]["name"] for f in features]
+    assert check_gfd_labels(labels) == []
+
+
+def test_gpu_pod_sees_exactly_its_devices_through_cdi(node, api):
+    """The plugin (deviceListStrategy cdi-cri) answers with CDI device names only; containerd
+    resolves them from the spec the plugin wrote, and plain runc runs the pod (no NVIDIA
+    runtime class): the devices, the NVML library and the spec's env come from CDI alone."""
+    specs = list(Path(CDI_RUN_DIR).glob("k8s.device-plugin.nvidia.com-*"))
+    assert specs, f"the device plugin wrote no CDI spec into {CDI_RUN_DIR}"
+    log = _run_pod(api, "gpu-two", "ls /dev; ls /usr/lib64; env", gpus=2)
+    gpus = sorted(set(re.findall(r"\bnvidia\d+\b", log)))
+    assert len(gpus) == 2, log
+    assert "nvidiactl" in log and "libnvidia-ml.so.1" in log, log
+    assert "NVIDIA_VISIBLE_DEVICES=void" in log, log  # an edit of the plugin's CDI spec
+
+
+def test_pod_without_gpus_sees_none(node, api):
+    log = _run_pod(api, "gpu-none", "ls /dev", gpus=None)
+    assert not re.search(r"\bnvidia", log), log
+
+
+def test_second_node_is_refused_while_a_kubelet_runs(node, nvidia_src):
+    with pytest.raises(UsageError, match="a kubelet is already running"):
+        lifecycle.up("ntest-second", nvidia_src=nvidia_src, progress=lambda _m: None)
+
+
+def test_down_leaves_nothing_behind(node, host_before):
+    assert lifecycle.down(NODE_NAME, progress=lambda _m: None)
+    assert host_before.differences(hostsnap.take()) == []
+    assert lifecycle.status(NODE_NAME) == {"name": NODE_NAME, "running": False}
+    assert not lifecycle.down(NODE_NAME, progress=lambda _m: None)
