@@ -21,8 +21,9 @@ $(BIN)/gpuconf: pyproject.toml
 run:  ## the main job: the suites against the local simulated cluster (or KUBECONFIG's)
 	$(BIN)/gpuconf run
 
-lint:
+lint:  ## ruff and the import-layer contract (pyproject.toml [tool.importlinter])
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 unit:
 	$(BIN)/pytest tests/unit -q

@@ -11,11 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from conformance.common.console import quiet
+from conformance.options import Options
+from conformance.run.plan import RunPlan
 from conformance.sim import cluster as simcluster
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,11 +38,8 @@ def measure(profile: str) -> dict:
     up_s = time.monotonic() - t0
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            cmd = [sys.executable, "-m", "pytest", str(REPO / "conformance" / "stack"),
-                   str(REPO / "conformance" / "scheduling"), "--target=sim",
-                   f"--kubeconfig={state.kubeconfig}", f"--gpu-results={tmp}", "-q",
-                   "-p", "no:cacheprovider", f"--rootdir={REPO / 'conformance'}", "-c",
-                   os.devnull]
+            plan = RunPlan(Options(results=tmp, suite=["stack", "scheduling"]))
+            cmd = plan.pytest_command(target="sim", kubeconfig=str(state.kubeconfig))
             t1 = time.monotonic()
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
             suite_s = time.monotonic() - t1
@@ -56,7 +55,7 @@ def measure(profile: str) -> dict:
             "etcd_rss_mib": round(rss_mib(state.pids["etcd"]), 1),
         }
     finally:
-        simcluster.down(name, progress=lambda _m: None)
+        simcluster.down(name, progress=quiet)
 
 
 def main() -> int:

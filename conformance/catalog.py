@@ -11,15 +11,16 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-Area = Literal["stack", "scheduling", "sharing", "operations"]
+from conformance.common.vocab import CLUSTER_TARGETS, Target
+
+Area = Literal["stack", "scheduling", "sharing", "operations", "dra"]
 Severity = Literal["critical", "major", "minor", "info"]
-Target = Literal["existing", "kind", "sim", "local"]
 
-ALL_TARGETS: tuple[Target, ...] = ("existing", "kind", "sim")
-GPU_TARGETS: tuple[Target, ...] = ("existing", "kind")
-LOCAL_GPU: tuple[Target, ...] = ("existing", "kind", "local")
-
-VERDICTS = ("pass", "fail", "skip", "not-applicable", "not-run")
+ALL_TARGETS: tuple[Target, ...] = CLUSTER_TARGETS
+# Pods on real GPUs: a real node runs them (on the mock NVML it has no devices to show: the
+# plugin's gate skips them there with the reason).
+GPU_TARGETS: tuple[Target, ...] = ("existing", "kind", "node")
+LOCAL_GPU: tuple[Target, ...] = ("existing", "kind", "node", "local")
 
 
 @dataclass(frozen=True)
@@ -94,14 +95,16 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "stack", "device-plugin", "device plugin missing or unhealthy on the node: a GPU pod there "
        "stays Pending", severity="critical", cncf=("secure_accelerator_access",)),
     _r("STACK-DP-003", "Allocatable GPUs agree with nvidia.com/gpu.count x replicas", "stack",
-       "device-plugin", "device plugin sharing config or GFD labels disagree with what is "
-       "advertised", cncf=("gpu_sharing",)),
+       "device-plugin", "device plugin or GPU Feature Discovery: the amount advertised disagrees "
+       "with the labels (a stale or wrong gpu.count/replicas label, or a plugin that did not "
+       "apply its config)", cncf=("gpu_sharing",)),
     # --- stack: GFD labels -------------------------------------------------------------
     _r("STACK-GFD-002", "GPU node labels satisfy the upstream GFD label contract", "stack", "gfd",
        _GFD + ": missing or malformed labels", cncf=("driver_runtime_management",)),
-    _r("STACK-GFD-003", "GFD labels agree with each other and with the node's resources", "stack",
-       "gfd", _GFD + ": stale or wrong labels (e.g. gpu.count vs allocatable, product vs "
-       "compute capability)", cncf=("driver_runtime_management",)),
+    _r("STACK-GFD-003", "GFD labels agree with each other", "stack",
+       "gfd", _GFD + ": stale or wrong labels (e.g. product vs compute capability, version "
+       "labels vs their parts, replicas vs sharing strategy)",
+       cncf=("driver_runtime_management",)),
     # --- stack: driver -----------------------------------------------------------------
     _r("STACK-DRV-002", "Nodes run the expected driver version (from GFD labels)", "stack",
        "driver", "driver version mismatch: a host-installed driver beside the containerized one, "

@@ -1,1 +1,1 @@
-"""Pinned versions of every binary the project builds (control plane, node) and where they are cached."""
+"""Pinned versions of every binary the project builds (control plane, node), and their cache."""

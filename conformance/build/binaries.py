@@ -12,7 +12,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from conformance.errors import UsageError
+from conformance.common.errors import UsageError
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 BUILD_SCRIPT = PACKAGE_DIR / "build-controlplane.sh"

@@ -1,15 +1,18 @@
-"""Do a GPU node's GFD labels agree with each other and with what the node advertises?
+"""Do a GPU node's GFD labels agree with each other?
 
 A label set can match the upstream regex contract and still be wrong: a product that names
-another GPU than the compute capability says, a count that disagrees with allocatable, replicas
-without a sharing strategy. Each rule returns a sentence a user can act on.
+another GPU than the compute capability says, a version label whose parts disagree with it,
+replicas without a sharing strategy. Each rule returns a sentence a user can act on.
+Whether the node advertises what its labels promise (gpu.count x gpu.replicas) is not a label
+rule: ``conformance.checks.capacity`` owns it (STACK-DP-003).
 """
 
 from __future__ import annotations
 
-from conformance import labels as L
-from conformance.checks.nodes import GpuNode
-from conformance.sim.gpu_models import GPU_MODELS, GpuModel, arch_family
+from conformance.checks.gpu_nodes import GpuNode
+from conformance.nvidia import driver
+from conformance.nvidia import labels as L
+from conformance.nvidia.gpu_models import GPU_MODELS, GpuModel, arch_family
 
 MEMORY_TOLERANCE = 0.03  # NVML's total memory moves by a few hundred MiB across drivers
 
@@ -48,22 +51,8 @@ def inconsistencies(node: GpuNode) -> list[str]:
                     MEMORY_TOLERANCE * model.memory_mib):
                 out.append(f"gpu.product={product} has {model.memory_mib} MiB, gpu.memory says "
                            f"{memory} MiB (wrong GPU type label)")
-    out += _version_rules(lab)
+    out += driver.label_inconsistencies(lab)
     out += _sharing_rules(node)
-    return out
-
-
-def _version_rules(lab: dict[str, str]) -> list[str]:
-    out = []
-    full = lab.get(L.DRIVER_FULL)
-    parts = [lab.get(f"nvidia.com/cuda.driver-version.{p}") for p in ("major", "minor",
-                                                                      "revision")]
-    if full and all(parts) and full != ".".join(parts):
-        out.append(f"cuda.driver-version.full={full} but its parts say {'.'.join(parts)}")
-    rt_full = lab.get(L.RUNTIME_FULL)
-    rt_parts = [lab.get(f"nvidia.com/cuda.runtime-version.{p}") for p in ("major", "minor")]
-    if rt_full and all(rt_parts) and rt_full != ".".join(rt_parts):
-        out.append(f"cuda.runtime-version.full={rt_full} but its parts say {'.'.join(rt_parts)}")
     return out
 
 
@@ -80,10 +69,4 @@ def _sharing_rules(node: GpuNode) -> list[str]:
             out.append(f"gpu.sharing-strategy={strategy} but gpu.replicas=1")
     if product.endswith(L.SHARED_SUFFIX) and (replicas or 1) <= 1:
         out.append(f"gpu.product={product} is -SHARED but gpu.replicas={replicas}")
-    count = node.int_label(L.COUNT)
-    if count is not None and lab.get(L.MIG_STRATEGY) != "mixed":
-        resource, have = node.main_resource
-        if resource in (L.GPU_RESOURCE, L.SHARED_RESOURCE) and have != count * (replicas or 1):
-            out.append(f"gpu.count={count} x gpu.replicas={replicas or 1} = "
-                       f"{count * (replicas or 1)} but {resource} allocatable is {have}")
     return out

@@ -16,8 +16,8 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.config.config_exception import ConfigException
 
-from conformance import yamlfile
-from conformance.errors import UsageError
+from conformance.common import yamlfile
+from conformance.common.errors import UsageError
 
 RETRY_TOTAL = 8  # with backoff 0.5 s doubling (capped at 10 s) this rides out ~40 s of outage
 RETRY_BACKOFF_S = 0.5

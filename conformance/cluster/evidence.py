@@ -11,7 +11,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.client import Cluster
-from conformance.redact import redact_object, redact_text
+from conformance.common.redact import redact_object, redact_text
 
 MAX_EVENTS = 50
 LOG_TAIL_LINES = 50

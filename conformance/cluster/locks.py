@@ -1,8 +1,11 @@
 """A cluster-wide lock (a coordination.k8s.io Lease) for checks that fill GPU nodes.
 
 Two runs at once on one cluster, or xdist workers of one run, would otherwise take each
-other's GPUs in the middle of a whole-allocation check. The holder deletes the Lease when
-done; a Lease whose holder died expires after ``LEASE_SECONDS`` and is taken over.
+other's GPUs in the middle of a whole-allocation check. The holder renews the Lease while it
+holds it and deletes it when done, but only while it is still the holder (a delete with a
+resourceVersion precondition): a run that lost its Lease (paused past its duration, taken over)
+never deletes another run's. A Lease whose holder died expires after ``LEASE_SECONDS`` and is
+taken over.
 """
 
 from __future__ import annotations
@@ -10,16 +13,19 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import threading
 import time
 from collections.abc import Iterator
 
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.client import Cluster
 from conformance.cluster.waits import WaitTimeout
 
 LOCK_NAMESPACE = "gpuconf-system"
-LEASE_SECONDS = 300       # far longer than any one allocation check holds it
+LEASE_SECONDS = 60        # a dead holder's Lease is taken over after this long
+RENEW_EVERY_S = LEASE_SECONDS / 3  # two missed renewals still leave the Lease ours
 ACQUIRE_TIMEOUT_S = 600.0  # another run's allocation checks take tens of seconds each
 
 
@@ -34,44 +40,92 @@ def _ensure_namespace(cluster: Cluster) -> None:
                                            "app.kubernetes.io/part-of": "gpu-conformance"}}})
 
 
+def _expired(lease) -> bool:
+    renewed = lease.spec.renew_time or lease.metadata.creation_timestamp
+    duration = lease.spec.lease_duration_seconds or LEASE_SECONDS
+    return renewed is not None and (_now() - renewed).total_seconds() > duration
+
+
+class _Holder:
+    """One acquisition of the Lease ``name``: acquire, renew in the background, release."""
+
+    def __init__(self, cluster: Cluster, name: str, identity: str) -> None:
+        self.api = client.CoordinationV1Api(cluster.api_client)
+        self.name = name
+        self.identity = identity
+        self.stop = threading.Event()
+        self.renewer = threading.Thread(target=self._renew_loop, daemon=True,
+                                        name=f"lease-{name}")
+
+    def acquire(self) -> None:
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.name, "namespace": LOCK_NAMESPACE},
+                "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": LEASE_SECONDS,
+                         "acquireTime": _now(), "renewTime": _now()}}
+        deadline = time.monotonic() + ACQUIRE_TIMEOUT_S
+        holder = None
+        while True:
+            try:
+                self.api.create_namespaced_lease(LOCK_NAMESPACE, body)
+                break
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
+            lease = self._read()
+            if lease is not None:
+                holder = lease.spec.holder_identity
+                if _expired(lease):  # its holder died: take the Lease over, if still so
+                    self._delete_if_unchanged(lease)
+                    continue
+            if time.monotonic() > deadline:
+                raise WaitTimeout(f"timed out after {ACQUIRE_TIMEOUT_S:.0f}s waiting for lock "
+                                  f"{LOCK_NAMESPACE}/{self.name}, held by {holder}")
+            time.sleep(1.0)
+        self.renewer.start()
+
+    def release(self) -> None:
+        self.stop.set()
+        if self.renewer.is_alive():
+            self.renewer.join(timeout=10)
+        lease = self._read()
+        if lease is not None and lease.spec.holder_identity == self.identity:
+            self._delete_if_unchanged(lease)
+
+    def _renew_loop(self) -> None:
+        while not self.stop.wait(RENEW_EVERY_S):
+            with contextlib.suppress(ApiException):
+                lease = self._read()
+                if lease is None or lease.spec.holder_identity != self.identity:
+                    return  # lost (taken over after an expiry): never renew another's Lease
+                lease.spec.renew_time = _now()
+                self.api.replace_namespaced_lease(self.name, LOCK_NAMESPACE, lease)
+
+    def _read(self):
+        try:
+            return self.api.read_namespaced_lease(self.name, LOCK_NAMESPACE)
+        except ApiException as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    def _delete_if_unchanged(self, lease) -> None:
+        """Delete the Lease as read: a 409 means someone renewed or took it meanwhile."""
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(
+            resource_version=lease.metadata.resource_version, uid=lease.metadata.uid))
+        try:
+            self.api.delete_namespaced_lease(self.name, LOCK_NAMESPACE, body=options)
+        except ApiException as exc:
+            if exc.status not in (404, 409):
+                raise
+
+
 @contextlib.contextmanager
 def held(cluster: Cluster, name: str, holder: str) -> Iterator[None]:
-    from kubernetes import client
-
-    api = client.CoordinationV1Api(cluster.api_client)
+    """Hold Lease ``name`` for the block; ``holder`` (the run ID) names who holds it."""
     _ensure_namespace(cluster)
-    holder = f"{holder}/{os.getpid()}"
-    body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": name, "namespace": LOCK_NAMESPACE},
-            "spec": {"holderIdentity": holder, "leaseDurationSeconds": LEASE_SECONDS,
-                     "acquireTime": _now(), "renewTime": _now()}}
-    deadline = time.monotonic() + ACQUIRE_TIMEOUT_S
-    last_holder = None
-    while True:
-        try:
-            api.create_namespaced_lease(LOCK_NAMESPACE, body)
-            break
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-        try:
-            lease = api.read_namespaced_lease(name, LOCK_NAMESPACE)
-            last_holder = lease.spec.holder_identity
-            renewed = lease.spec.renew_time or lease.metadata.creation_timestamp
-            if renewed and (_now() - renewed).total_seconds() > (
-                    lease.spec.lease_duration_seconds or LEASE_SECONDS):
-                api.delete_namespaced_lease(name, LOCK_NAMESPACE)  # its holder died
-                continue
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
-            continue
-        if time.monotonic() > deadline:
-            raise WaitTimeout(f"timed out after {ACQUIRE_TIMEOUT_S:.0f}s waiting for lock "
-                              f"{LOCK_NAMESPACE}/{name}, held by {last_holder}")
-        time.sleep(1.0)
+    lease = _Holder(cluster, name, f"{holder}/{os.getpid()}")
+    lease.acquire()
     try:
         yield
     finally:
-        with contextlib.suppress(ApiException):
-            api.delete_namespaced_lease(name, LOCK_NAMESPACE)
+        lease.release()

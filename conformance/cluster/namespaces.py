@@ -65,7 +65,8 @@ def wait_for_default_service_account(cluster: Cluster, namespace: str) -> None:
              timeout=SERVICE_ACCOUNT_TIMEOUT_S, interval=0.1)
 
 
-def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False) -> None:
+def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False,
+                     timeout: float = NAMESPACE_DELETE_TIMEOUT_S) -> None:
     try:
         cluster.core.delete_namespace(name, grace_period_seconds=0,
                                       propagation_policy="Background")
@@ -82,7 +83,7 @@ def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False) -> None
             raise
     if wait:
         wait_for(f"namespace {name} to be deleted", lambda: _gone(cluster, name),
-                 timeout=NAMESPACE_DELETE_TIMEOUT_S)
+                 timeout=timeout)
 
 
 def _gone(cluster: Cluster, name: str) -> bool:

@@ -5,23 +5,23 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from conformance.cluster.client import connect
 from conformance.cluster.namespaces import wait_for_default_service_account
+from conformance.common.console import Progress
+from conformance.common.errors import NotConverged, UsageError
 from conformance.sim import standin
-from conformance.sim.controlplane import ClusterState, ControlPlane, _pid_alive
+from conformance.sim.controlplane import ClusterState, ControlPlane, _pid_alive, clusters_dir
 from conformance.sim.faults import validate as validate_faults
 
-Progress = Callable[[str], None]
 STANDIN = "standin"
 
 
 def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | None = None,
        apiserver_port: int | None = None, chart: str | None = None,
        nodes: int | None = None, gpus_per_node: int | None = None,
-       operator: str = "standin", progress: Progress = print) -> ClusterState:
+       operator: str = "standin", progress: Progress) -> ClusterState:
     """Start everything; on any failure stop what was started and re-raise."""
     faults = validate_faults(faults or [])
     sim_state = standin.SimState(profile=profile, faults=faults, nodes=nodes,
@@ -88,8 +88,9 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
         if dep_ok and settled:
             return
         time.sleep(1.0)
-    progress(f"operands still rolling out after {timeout:.0f}s: {last}; not settled: "
-             f"{', '.join(stuck) or 'pods not ready'}")
+    raise NotConverged(f"the sim's operands did not settle within {timeout:.0f}s ({last}; not "
+                       f"settled: {', '.join(stuck) or 'pods not ready'}): see the logs under "
+                       f"{clusters_dir()}")
 
 
 def _start_standin(state: ClusterState, progress: Progress) -> None:
@@ -105,12 +106,8 @@ def _start_standin(state: ClusterState, progress: Progress) -> None:
     progress("operator stand-in controller loop started")
 
 
-def down(name: str = "gpuconf", progress: Progress = print) -> bool:
+def down(name: str = "gpuconf", *, progress: Progress) -> bool:
     return ControlPlane(name).down(progress=progress)
-
-
-def stop(name: str) -> None:
-    down(name, progress=lambda _m: None)
 
 
 def running(name: str) -> ClusterState | None:
@@ -120,23 +117,21 @@ def running(name: str) -> ClusterState | None:
     return None
 
 
-def ensure_running(name: str, profile: str, faults: list[str]) -> tuple[Path, bool]:
+def ensure_running(name: str, profile: str, faults: list[str],
+                   progress: Progress) -> tuple[Path, bool]:
     """The kubeconfig of a running sim, starting one (and saying so) when none runs."""
     state = running(name)
     if state is not None:
         return state.kubeconfig, False
-    state = up(name, profile=profile, faults=faults,
-               progress=lambda m: print(f"[sim] {m}", file=sys.stderr))
+    state = up(name, profile=profile, faults=faults, progress=progress)
     return state.kubeconfig, True
 
 
 def set_state(name: str, *, profile: str | None = None, faults: list[str] | None = None,
-              progress: Progress = lambda _m: None) -> standin.SimState:
+              progress: Progress) -> standin.SimState:
     """Change the profile/faults of a running sim in place (no restart)."""
     state = running(name)
     if state is None:
-        from conformance.errors import UsageError
-
         raise UsageError(f"sim cluster {name!r} is not running: `gpuconf sim up` first")
     cluster = connect(str(state.kubeconfig))
     current = standin.load_state(cluster) or standin.SimState(profile=state.profile or "healthy")

@@ -25,8 +25,8 @@ from collections.abc import Callable, Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from conformance.errors import ComponentFailed, UsageError
 from conformance.build import binaries
+from conformance.common.errors import ComponentFailed, UsageError
 from conformance.sim.pki import ClusterPKI
 
 # Each component must answer its health endpoint within this long. The API server is the

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from conformance.errors import UsageError
+from conformance.common.errors import UsageError
 
 
 @dataclass(frozen=True)

@@ -24,26 +24,25 @@ Facts used here:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.errors import UsageError
-from conformance.sim.gpu_models import (
+from conformance.common.errors import UsageError
+from conformance.nvidia.gpu_models import (
     MIG_DISABLED,
     GpuModel,
     MigLayout,
     get_model,
     layout_counts,
 )
+from conformance.nvidia.labels import GPU_RESOURCE
+from conformance.nvidia.sharing import SharingConfig
 
 DEFAULT_DRIVER_VERSION = "580.105.08"
 DEFAULT_CUDA_VERSION = "13.0"  # the CUDA version the R580 driver supports (cuda.runtime-version)
 DEFAULT_MIG_STRATEGY = "single"  # chart values.yaml mig.strategy
 MIG_STRATEGIES = ("none", "single", "mixed")
-SHARING_STRATEGIES = ("time-slicing", "mps")
-GPU_RESOURCE = "nvidia.com/gpu"
-SHARED_SUFFIX = ".shared"  # DefaultSharedResourceNameSuffix, api/config/v1/consts.go
 
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -67,84 +66,6 @@ class Taint:
 
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
-
-
-@dataclass(frozen=True)
-class SharedResource:
-    name: str  # e.g. nvidia.com/gpu or nvidia.com/mig-1g.5gb
-    replicas: int
-
-
-@dataclass(frozen=True)
-class SharingConfig:
-    """One device-plugin sharing configuration (``sharing.timeSlicing`` or ``sharing.mps``)."""
-
-    strategy: str  # "time-slicing" | "mps"
-    resources: tuple[SharedResource, ...]
-    rename_by_default: bool = False
-    fail_requests_greater_than_one: bool = False
-
-    def __post_init__(self) -> None:
-        if self.strategy not in SHARING_STRATEGIES:
-            raise ValueError(f"sharing strategy {self.strategy!r} is not one of "
-                             f"{', '.join(SHARING_STRATEGIES)}")
-        if not self.resources:
-            raise ValueError("a sharing config needs at least one resource")
-        names = [r.name for r in self.resources]
-        if len(set(names)) != len(names):
-            raise ValueError(f"sharing config names a resource twice: {names}")
-        for r in self.resources:
-            if isinstance(r.replicas, bool) or not isinstance(r.replicas, int) or r.replicas < 2:
-                raise ValueError(f"replicas of {r.name} must be an integer >= 2, "
-                                 f"got {r.replicas!r}")
-            if self.strategy == "mps" and r.name != GPU_RESOURCE:
-                raise ValueError(f"MPS shares only {GPU_RESOURCE} on full GPUs, not {r.name}")
-
-    @classmethod
-    def time_slicing(cls, replicas: int, *, rename_by_default: bool = False,
-                     fail_requests_greater_than_one: bool = False,
-                     resources: Iterable[str] = (GPU_RESOURCE,)) -> SharingConfig:
-        return cls("time-slicing", tuple(SharedResource(n, replicas) for n in resources),
-                   rename_by_default, fail_requests_greater_than_one)
-
-    @classmethod
-    def mps(cls, replicas: int, *, rename_by_default: bool = False) -> SharingConfig:
-        return cls("mps", (SharedResource(GPU_RESOURCE, replicas),), rename_by_default, True)
-
-    @property
-    def config_key(self) -> str:
-        """The key under ``sharing:`` in the device plugin config (``timeSlicing`` | ``mps``)."""
-        return "timeSlicing" if self.strategy == "time-slicing" else "mps"
-
-    @property
-    def fails_requests_greater_than_one(self) -> bool:
-        """What the plugin enforces: MPS always fails requests > 1 (config.go NewConfig)."""
-        return self.strategy == "mps" or self.fail_requests_greater_than_one
-
-    def replicas_for(self, resource: str) -> int:
-        """Replicas of ``resource`` (1 when the config does not share it)."""
-        for r in self.resources:
-            if r.name == resource:
-                return r.replicas
-        return 1
-
-    def advertised_name(self, resource: str) -> str:
-        """The name the plugin advertises ``resource`` under (``<name>.shared`` when renamed)."""
-        if self.rename_by_default and self.replicas_for(resource) > 1:
-            return resource + SHARED_SUFFIX
-        return resource
-
-    def document(self) -> dict[str, Any]:
-        """The device plugin config document, as a key of its ConfigMap holds it.
-
-        MPS has no ``failRequestsGreaterThanOne`` to set (the plugin forces it to true), so the
-        document leaves it out, as the README's MPS examples do.
-        """
-        section: dict[str, Any] = {"renameByDefault": self.rename_by_default}
-        if self.strategy == "time-slicing":
-            section["failRequestsGreaterThanOne"] = self.fail_requests_greater_than_one
-        section["resources"] = [{"name": r.name, "replicas": r.replicas} for r in self.resources]
-        return {"version": "v1", "sharing": {self.config_key: section}}
 
 
 @dataclass(frozen=True)

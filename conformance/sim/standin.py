@@ -19,18 +19,19 @@ import copy
 import json
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from conformance import labels as L
 from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, connect
 from conformance.cluster.waits import wait_for
-from conformance.sim import gfd, operands, profiles
+from conformance.common.console import Progress
+from conformance.nvidia import driver, operands
+from conformance.nvidia import labels as L
+from conformance.sim import gfd, profiles
 from conformance.sim.faults import validate as validate_faults
 
 log = logging.getLogger("gpuconf.standin")
@@ -63,7 +64,6 @@ CRD_READY_TIMEOUT_S = 30.0
 BUILTIN_CRD = Path(__file__).with_name("clusterpolicy-crd.yaml")
 LOOP_INTERVAL_S = 1.0
 
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -92,7 +92,7 @@ def resized(base: profiles.Profile, nodes: int | None,
     """``--nodes K --gpus-per-node G``: the profile with its first GPU group resized."""
     import dataclasses
 
-    from conformance.errors import UsageError
+    from conformance.common.errors import UsageError
 
     if (nodes is not None and nodes < 1) or (gpus_per_node is not None and gpus_per_node < 1):
         raise UsageError("--nodes and --gpus-per-node must be at least 1")
@@ -163,14 +163,7 @@ def _apply_node_faults(state: SimState, node_labels: dict, resources: dict, tain
     if not first_gpu_node:
         return  # the remaining faults break one node, as they do in real clusters
     if state.has("driver-version-mismatch"):
-        major, minor, rev = MISMATCHED_DRIVER.split(".")
-        node_labels.update({
-            L.DRIVER_FULL: MISMATCHED_DRIVER, L.DRIVER_MAJOR: major,
-            "nvidia.com/cuda.driver-version.minor": minor,
-            "nvidia.com/cuda.driver-version.revision": rev,
-            "nvidia.com/cuda.driver.major": major, "nvidia.com/cuda.driver.minor": minor,
-            "nvidia.com/cuda.driver.rev": rev,
-        })
+        node_labels.update(driver.driver_labels(MISMATCHED_DRIVER))
     if state.has("gfd-label-wrong") and L.COUNT in node_labels:
         node_labels[L.COUNT] = str(max(1, int(node_labels[L.COUNT]) // 2))
     if state.has("time-slicing-replicas-mislabelled") and L.REPLICAS in node_labels:
@@ -185,7 +178,7 @@ def _apply_node_faults(state: SimState, node_labels: dict, resources: dict, tain
 
 def other_product(product: str) -> str:
     """Another GPU model's product name (of another generation), for wrong-gpu-type-label."""
-    from conformance.sim.gpu_models import GPU_MODELS
+    from conformance.nvidia.gpu_models import GPU_MODELS
 
     current = GPU_MODELS.get(product.removesuffix(L.SHARED_SUFFIX))
     for name, model in GPU_MODELS.items():
@@ -693,13 +686,8 @@ def _relabel_upgraded_drivers(cluster: Cluster, state: SimState, spec: dict) -> 
     for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
         lab = node.metadata.labels or {}
         if node.metadata.name in upgraded and lab.get(UPGRADE_STATE) == "upgrade-required":
-            parts = ([*version.split("."), "", ""])[:3]
             cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": {
-                L.DRIVER_FULL: version, L.DRIVER_MAJOR: parts[0],
-                "nvidia.com/cuda.driver-version.minor": parts[1],
-                "nvidia.com/cuda.driver-version.revision": parts[2],
-                "nvidia.com/cuda.driver.major": parts[0],
-                "nvidia.com/cuda.driver.minor": parts[1], "nvidia.com/cuda.driver.rev": parts[2],
+                **driver.driver_labels(version),
                 "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}}})
 
 

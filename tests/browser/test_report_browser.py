@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.catalog import REQUIREMENTS
-from reports import build_matrix_report, build_report
+from conformance.report import build_matrix_report, build_report
 
 pytestmark = pytest.mark.browser
 

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from conformance.cluster.client import connect
 from conformance.build import binaries
+from conformance.cluster.client import connect
+from conformance.common.console import quiet
+from conformance.options import Options
+from conformance.run.plan import RunPlan
 from conformance.sim import cluster as simcluster
 
 REPO = Path(__file__).resolve().parents[2]
-SUITES = REPO / "conformance"
 SIM_NAME = f"itest-{os.getpid()}"
 
 
@@ -31,11 +32,11 @@ def pytest_collection_modifyitems(items):
 def sim():
     if binaries.locate().missing():
         pytest.skip("control-plane binaries not built: run `make setup`")
-    state = simcluster.up(SIM_NAME, profile="healthy", progress=lambda _m: None)
+    state = simcluster.up(SIM_NAME, profile="healthy", progress=quiet)
     try:
         yield state
     finally:
-        simcluster.down(SIM_NAME, progress=lambda _m: None)
+        simcluster.down(SIM_NAME, progress=quiet)
 
 
 @pytest.fixture(scope="session")
@@ -47,21 +48,22 @@ def sim_cluster(sim):
 def sim_state(sim):
     """Play a profile/faults for one test, back to healthy without faults afterwards."""
     def set_state(profile: str = "healthy", faults: list[str] | None = None):
-        return simcluster.set_state(SIM_NAME, profile=profile, faults=faults or [])
+        return simcluster.set_state(SIM_NAME, profile=profile, faults=faults or [], progress=quiet)
 
     yield set_state
-    simcluster.set_state(SIM_NAME, profile="healthy", faults=[])
+    simcluster.set_state(SIM_NAME, profile="healthy", faults=[], progress=quiet)
 
 
 def run_suites(kubeconfig: Path, results: Path, *paths: str, extra: list[str] | None = None,
-               timeout: float = 300) -> tuple[int, dict, str]:
-    """Run suites in a child pytest against the sim; returns (exit code, results.json, output)."""
+               timeout: float = 300, target: str = "sim") -> tuple[int, dict, str]:
+    """Run suites (``stack`` or ``stack/test_x.py``) in a child pytest built by the run plan,
+    against a cluster already up; returns (exit code, results.json, output)."""
     import json
 
-    cmd = [sys.executable, "-m", "pytest", *[str(SUITES / p) for p in paths], "--target=sim",
-           f"--kubeconfig={kubeconfig}", f"--gpu-results={results}", "-q",
-           "-p", "no:cacheprovider", f"--rootdir={SUITES}", "-c", os.devnull, *(extra or [])]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    plan = RunPlan(Options(results=str(results)))
+    cmd = plan.pytest_command(target=target, kubeconfig=str(kubeconfig), paths=list(paths))
+    proc = subprocess.run([*cmd, *(extra or [])], capture_output=True, text=True,
+                          timeout=timeout)
     doc = json.loads((results / "results.json").read_text())
     return proc.returncode, doc, proc.stdout + proc.stderr
 

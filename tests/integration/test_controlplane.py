@@ -8,9 +8,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from conformance.checks import pods
-from conformance.checks.pods import PodSpec
 from conformance.build import binaries
+from conformance.cluster import pods
+from conformance.cluster.pods import PodSpec
+from conformance.common.console import quiet
 from conformance.sim import cluster as simcluster
 from conformance.sim.controlplane import ControlPlane, _pid_alive
 
@@ -68,7 +69,7 @@ def test_small_sim_starts_fast_and_down_leaves_no_process():
     name = "itest-small"
     t0 = time.monotonic()
     state = simcluster.up(name, profile="healthy", nodes=1, gpus_per_node=2,
-                          progress=lambda _m: None)
+                          progress=quiet)
     started_s = time.monotonic() - t0
     pids = dict(state.pids)
     try:
@@ -76,7 +77,7 @@ def test_small_sim_starts_fast_and_down_leaves_no_process():
         gpu_nodes = api.list_node(label_selector="nvidia.com/gpu.present=true").items
         assert [n.status.allocatable["nvidia.com/gpu"] for n in gpu_nodes] == ["2"]
     finally:
-        assert simcluster.down(name, progress=lambda _m: None)
+        assert simcluster.down(name, progress=quiet)
     print(f"\nsmall sim start from cache: {started_s:.1f}s")
     still = {c: p for c, p in pids.items() if _pid_alive(p)}
     assert not still, f"processes left after sim down: {still}"
@@ -125,4 +126,4 @@ def test_a_component_whose_port_is_taken_meanwhile_starts_on_another(component, 
         assert core.list_namespace().items  # the kubeconfig names the port it listens on
     finally:
         squatter.close()
-        plane.down(progress=lambda _m: None)
+        plane.down(progress=quiet)

@@ -8,7 +8,7 @@ import json
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from conformance import rbac
+from conformance.cluster import rbac
 from conformance.cluster.client import connect
 from tests.integration.conftest import run_suites, verdicts
 
@@ -70,7 +70,7 @@ def test_planted_token_appears_in_no_output(sim, sim_cluster, sim_state, tmp_pat
     assert "STACK-DCGM-001" in verdicts(doc, "fail")
     dumped = json.dumps(doc)
     assert "example.com/token" in dumped, "the evidence did not include the planted object"
-    from reports.build import build_report
+    from conformance.report.build import build_report
 
     build_report(doc, tmp_path / "report")
     leaks = [str(p) for p in tmp_path.rglob("*") if p.is_file()

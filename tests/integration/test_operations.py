@@ -3,7 +3,7 @@ controller) and fail when the stand-in is told to ignore changes; nothing stays 
 
 from __future__ import annotations
 
-from conformance.checks.operands import read_cluster_policy
+from conformance.cluster.views import read_cluster_policy
 from tests.integration.conftest import run_suites, verdicts
 
 RECONCILE = {"OPS-REC-001", "OPS-REC-002"}
@@ -18,11 +18,11 @@ def test_operations_skip_without_opt_in(sim, tmp_path):
 
 def test_reconcile_checks_pass_and_restore(sim, sim_cluster, sim_state, tmp_path):
     sim_state("healthy")
-    before = read_cluster_policy(sim_cluster)["spec"]
+    before = read_cluster_policy(sim_cluster).spec
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, "operations", extra=["--disruptive"])
     assert code == 0, out[-3000:]
     assert RECONCILE | {"OPS-REC-003"} <= verdicts(doc, "pass")
-    assert read_cluster_policy(sim_cluster)["spec"] == before, "the ClusterPolicy was not restored"
+    assert read_cluster_policy(sim_cluster).spec == before, "the ClusterPolicy was not restored"
     nodes = sim_cluster.core.list_node(label_selector="nvidia.com/gpu.deploy.operands=false")
     assert nodes.items == [], "a node was left with its operands switched off"
 
@@ -56,3 +56,43 @@ def test_certify_driver_upgrade_flow_on_the_sim(sim, sim_cluster, sim_state, tmp
     labels = {n.metadata.labels["nvidia.com/cuda.driver-version.full"] for n in
               sim_cluster.core.list_node(label_selector="nvidia.com/gpu.present=true").items}
     assert labels == {new}
+
+
+def test_restore_keeps_what_others_changed_meanwhile(sim, sim_cluster, sim_state, tmp_path):
+    """Each check restores only the field it changed: an edit another actor makes to the
+    ClusterPolicy during the run survives it (a whole-spec restore would revert it)."""
+    import subprocess
+    import time
+
+    from conformance.cluster import policy_edit
+    from conformance.nvidia import clusterpolicy
+    from conformance.options import Options
+    from conformance.run.plan import RunPlan
+
+    sim_state("healthy")
+    name = read_cluster_policy(sim_cluster).name
+    before = read_cluster_policy(sim_cluster).spec
+    cmd = RunPlan(Options(results=str(tmp_path), disruptive=True)).pytest_command(
+        target="sim", kubeconfig=str(sim.kubeconfig),
+        paths=["operations/test_reconcile.py::test_device_plugin_env_reaches_the_daemonset"])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    theirs = {"name": "SET_BY_SOMEONE_ELSE", "value": "1"}
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # the check has changed devicePlugin.env
+            env = read_cluster_policy(sim_cluster).section("devicePlugin").get("env") or []
+            if any(e["name"] == "GPUCONF_RECONCILE_PROBE" for e in env):
+                break
+            time.sleep(0.2)
+        policy_edit.change_field(sim_cluster, name, ("toolkit", "env"), [theirs])
+        out, _ = proc.communicate(timeout=300)
+        assert proc.returncode == 0, out[-3000:]
+        after = read_cluster_policy(sim_cluster).spec
+        assert after["toolkit"].get("env") == [theirs], "another actor's change was reverted"
+        assert after.get("devicePlugin") == before.get("devicePlugin"), "the check's change stayed"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        live = sim_cluster.custom.get_cluster_custom_object(*clusterpolicy.API, name)
+        live["spec"]["toolkit"].pop("env", None)
+        sim_cluster.custom.replace_cluster_custom_object(*clusterpolicy.API, name, live)

@@ -3,13 +3,14 @@ and an uninstall that leaves no operator objects behind."""
 
 from __future__ import annotations
 
-import types
 from pathlib import Path
 
 import pytest
 
-from conformance import operator_install
 from conformance.cluster.client import connect
+from conformance.common.console import quiet
+from conformance.options import Options
+from conformance.run import operator_install
 from conformance.sim import cluster as simcluster
 from tests.integration.conftest import REPO, run_suites, verdicts
 
@@ -23,20 +24,18 @@ def chart_sim():
     if not Path(operator_install.helm_binary()).exists():
         pytest.skip("helm not built: run `make setup`")
     state = simcluster.up("itest-chart", profile="healthy", operator="chart",
-                          progress=lambda _m: None)
+                          progress=quiet)
     yield state
-    simcluster.down("itest-chart", progress=lambda _m: None)
+    simcluster.down("itest-chart", progress=quiet)
 
 
-def _args(**over):
-    base = dict(context=None, operator_namespace="gpu-operator", operator_chart=str(CHART),
-                operator_version=None, operator_values=None, set_values=[])
-    return types.SimpleNamespace(**{**base, **over})
+def _args(**over) -> Options:
+    return Options(operator_chart=str(CHART)).replace(**over)
 
 
 def test_chart_install_suite_and_clean_uninstall(chart_sim, tmp_path):
     kc = str(chart_sim.kubeconfig)
-    installed = operator_install.install_operator(_args(), kc, "sim", progress=lambda _m: None)
+    installed = operator_install.install_operator(_args(), kc, "sim", progress=quiet)
     assert installed is not None
     cluster = connect(kc)
     try:
@@ -48,7 +47,7 @@ def test_chart_install_suite_and_clean_uninstall(chart_sim, tmp_path):
         rows = {r["id"]: r for r in doc["requirements"]}
         assert rows["STACK-DRV-001"]["verdict"] == "not-applicable"  # driver.enabled=false
     finally:
-        installed.uninstall(progress=lambda _m: None)
+        installed.uninstall(progress=quiet)
     assert cluster.apps.list_daemon_set_for_all_namespaces(
         label_selector="app.kubernetes.io/managed-by=gpu-operator").items == []
     assert cluster.apps.list_deployment_for_all_namespaces(
@@ -60,7 +59,7 @@ def test_chart_install_suite_and_clean_uninstall(chart_sim, tmp_path):
 
 def test_existing_operator_is_left_alone(sim):
     assert operator_install.install_operator(_args(), str(sim.kubeconfig), "sim",
-                                             progress=lambda _m: None) is None
+                                             progress=quiet) is None
 
 
 def test_matrix_runs_keep_combinations_apart(tmp_path):

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 import time
 
 from conformance.cluster.namespaces import leftover_namespaces
+from conformance.common.console import quiet
+from conformance.options import Options
+from conformance.run.plan import RunPlan
 from conformance.sim.controlplane import ControlPlane
-from tests.integration.conftest import SIM_NAME, SUITES, run_suites, verdicts
+from tests.integration.conftest import SIM_NAME, run_suites, verdicts
 
 OUTAGE_S = 4.0
 
 
-def _suite_cmd(kubeconfig, results, *extra: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", str(SUITES / "scheduling"), str(SUITES / "stack"),
-            "--target=sim", f"--kubeconfig={kubeconfig}", f"--gpu-results={results}", "-q",
-            "-p", "no:cacheprovider", f"--rootdir={SUITES}", "-c", os.devnull, *extra]
+def _suite_cmd(kubeconfig, results) -> list[str]:
+    plan = RunPlan(Options(results=str(results), suite=["scheduling", "stack"]))
+    return plan.pytest_command(target="sim", kubeconfig=str(kubeconfig))
 
 
 def test_api_server_restart_mid_run(sim, sim_cluster, tmp_path):
@@ -31,13 +31,12 @@ def test_api_server_restart_mid_run(sim, sim_cluster, tmp_path):
     state = plane.state()
     plane.stop_component(state, "kube-apiserver")
     time.sleep(OUTAGE_S)
-    plane.start_component(state, "kube-apiserver", progress=lambda _m: None)
+    plane.start_component(state, "kube-apiserver", progress=quiet)
     out, _ = proc.communicate(timeout=400)
-    assert proc.returncode in (0, 1), out[-3000:]
     doc = json.loads((tmp_path / "results.json").read_text())
-    if proc.returncode == 1:  # allowed, but only with a clear message, no traceback soup
-        failing = [r for r in doc["requirements"] if r["verdict"] == "fail"]
-        assert all(r["message"] for r in failing), failing
+    # The client retries through the outage: the run is as good as one without it.
+    assert verdicts(doc, "fail") == set(), out[-3000:]
+    assert proc.returncode == 0, out[-3000:]
     assert len(verdicts(doc, "pass")) >= 15, out[-3000:]
     assert leftover_namespaces(sim_cluster) == [], "the restart left test namespaces behind"
     print(f"\nAPI server outage of {OUTAGE_S}s mid-run: exit {proc.returncode}, "

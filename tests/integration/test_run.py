@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from conformance.build import binaries
+from conformance.common.console import quiet
 from conformance.sim.controlplane import clusters_dir
 
 pytestmark = pytest.mark.skipif(bool(binaries.locate().missing()),
@@ -105,4 +106,4 @@ def test_interrupted_run_cleans_up_and_keeps_results(tmp_path):
         if proc.poll() is None:
             proc.kill()
         for leftover in {p.name for p in clusters_dir().glob("run-*")} - before:
-            simcluster.down(leftover, progress=lambda _m: None)
+            simcluster.down(leftover, progress=quiet)

@@ -7,11 +7,10 @@ import time
 
 import pytest
 
-from conformance import gfd_contract
-from conformance import labels as L
 from conformance.checks import gfd_consistency
-from conformance.checks.nodes import list_gpu_nodes
-from conformance.checks.operands import OperatorView, read_cluster_policy
+from conformance.cluster.views import list_gpu_nodes, read_cluster_policy, read_operator_view
+from conformance.nvidia import gfd_contract
+from conformance.nvidia import labels as L
 from conformance.sim import gfd, profiles
 from conformance.sim.faults import FAULTS
 
@@ -35,7 +34,7 @@ def test_profile_nodes_match_contract_and_resources(profile, sim_cluster, sim_st
 
 
 def _view(sim_cluster):
-    return OperatorView.read(sim_cluster, "gpu-operator")
+    return read_operator_view(sim_cluster, "gpu-operator")
 
 
 def _settled(check, timeout: float = 30.0):
@@ -66,7 +65,7 @@ SYMPTOMS = {
         (s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff")
         for p in _view(c).pods_by_app.get("nvidia-dcgm-exporter", [])
         for s in (p.status.container_statuses or [])),
-    "clusterpolicy-notready": lambda c: read_cluster_policy(c)["status"]["state"] == "notReady",
+    "clusterpolicy-notready": lambda c: read_cluster_policy(c).state == "notReady",
     "gpu-node-taint-missing-toleration": lambda c: any(
         t["key"] == "dedicated" for n in list_gpu_nodes(c) for t in n.taints),
     "wrong-gpu-type-label": lambda c: any(
@@ -108,7 +107,7 @@ def _fractional_pod_admitted(c) -> bool:
     """A pod asking for 0.5 GPU passes the API server (dry run), rewritten to one GPU."""
     from kubernetes.client.exceptions import ApiException
 
-    from conformance.checks.pods import PodSpec
+    from conformance.cluster.pods import PodSpec
 
     try:
         pod = c.core.create_namespaced_pod("default", PodSpec("frac", gpus="0.5").manifest({}),
@@ -121,7 +120,7 @@ def _fractional_pod_admitted(c) -> bool:
 
 def _two_slice_pod_runs(c) -> bool:
     """A pod asking for 2 shared GPUs is still Running a few seconds after it started."""
-    from conformance.checks.pods import PodSpec
+    from conformance.cluster.pods import PodSpec
 
     name = f"two-{int(time.monotonic() * 1000) % 100000}"
     body = PodSpec(name, gpus=2, resource=L.SHARED_RESOURCE).manifest({})

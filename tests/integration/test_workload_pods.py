@@ -4,7 +4,7 @@ scheduled for real while their GPU results are reported as not run."""
 
 from __future__ import annotations
 
-from conformance.checks import kernel_pods, pods
+from conformance.cluster import kernel_pods, pods
 from conformance.cluster.namespaces import create_namespace, delete_namespace
 
 

@@ -8,9 +8,8 @@ import json
 import pytest
 from test_report_fixtures import make_results, with_failure
 
-from conformance.errors import UsageError
-from reports import ReportInputError, compare
-from reports.certify import CERTIFIED, NOT_CERTIFIED, classify
+from conformance.report import ReportInputError, compare
+from conformance.report.certify import CERTIFIED, NOT_CERTIFIED, classify
 
 
 @pytest.fixture
@@ -94,7 +93,7 @@ def test_lower_aggregate_is_a_regression(baseline: dict) -> None:
 def test_tolerance_is_configurable(baseline: dict) -> None:
     candidate = make_results(kernel_scale=0.90)
     assert compare(baseline, candidate, tolerance=0.15).certified
-    with pytest.raises(UsageError, match="tolerance"):
+    with pytest.raises(ReportInputError, match="tolerance"):
         compare(baseline, candidate, tolerance=-0.1)
 
 

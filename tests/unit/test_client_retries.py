@@ -104,7 +104,7 @@ def test_reachability_probe_gives_up_in_seconds(tmp_path):
     import time
 
     from conformance.cluster.client import check_reachable
-    from conformance.errors import UsageError
+    from conformance.common.errors import UsageError
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))

@@ -1,6 +1,6 @@
 """The DCGM metrics parser counts GPUs by UUID per series (what STACK-DCGM-002 compares)."""
 
-from conformance.stack.test_dcgm import gpus_by_metric
+from conformance.suites.stack.test_dcgm import gpus_by_metric
 
 SAMPLE = """# HELP DCGM_FI_DEV_GPU_UTIL GPU utilization (in %).
 DCGM_FI_DEV_GPU_UTIL{gpu="0",UUID="GPU-a",Hostname="n0"} 3

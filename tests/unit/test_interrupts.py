@@ -7,19 +7,34 @@ import signal
 
 import pytest
 
-from conformance import interrupts
+from conformance.common import interrupts
 
 
-def test_signal_inside_the_block_is_remembered_not_raised():
+@pytest.fixture
+def sigterm_interrupts():
+    """SIGTERM raises KeyboardInterrupt, as in gpuconf and the plugin; restored afterwards."""
     before = signal.getsignal(signal.SIGTERM)
+    interrupts.sigterm_as_interrupt()
+    yield
+    signal.signal(signal.SIGTERM, before)
+
+
+def test_sigterm_ends_the_process_like_ctrl_c(sigterm_interrupts):
+    with pytest.raises(KeyboardInterrupt, match="signal 15"):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_signals_inside_the_block_let_the_work_finish_and_are_reported(sigterm_interrupts):
+    written = []
     with interrupts.deferred() as late:
         os.kill(os.getpid(), signal.SIGTERM)
+        written.append("results")  # the work after the signal still happens
         os.kill(os.getpid(), signal.SIGINT)
-        finished = True  # reached: neither signal cut the block short
-    assert finished
-    assert late.received == [signal.SIGTERM, signal.SIGINT]
-    assert bool(late)
-    assert signal.getsignal(signal.SIGTERM) is before
+        written.append("teardown")
+    assert written == ["results", "teardown"]
+    assert late.received == [signal.SIGTERM, signal.SIGINT] and late
+    with pytest.raises(KeyboardInterrupt):  # the handlers from before the block are back
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def test_without_a_signal_nothing_is_recorded_and_ctrl_c_works_again():

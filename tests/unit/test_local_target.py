@@ -17,9 +17,9 @@ def test_local_run_fingerprints_the_hosts_gpus(tmp_path):
     env = {**os.environ, "PYTHONPATH": f"{FAKES}{os.pathsep}{ROOT}",
            "FAKE_CUPY_DIR": str(tmp_path)}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "conformance/stack/test_node_gpu.py"),
+        [sys.executable, "-m", "pytest", str(ROOT / "conformance/suites/stack/test_node_gpu.py"),
          "--target=local", f"--gpu-results={tmp_path / 'r'}", "-q", "-p", "no:cacheprovider",
-         f"--rootdir={ROOT / 'conformance'}", "-c", os.devnull],
+         f"--rootdir={ROOT / 'conformance' / 'suites'}", "-c", os.devnull],
         capture_output=True, text=True, timeout=300, env=env)
     doc = json.loads((tmp_path / "r" / "results.json").read_text())
     fp = doc["fingerprint"]

@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 from test_report_fixtures import make_results
 
-from conformance.errors import UsageError
-from reports import ReportInputError, build_report, load_results
+from conformance.report import ReportInputError, build_report, load_results
 
 
 def write(folder: Path, doc: object) -> Path:
@@ -89,8 +88,14 @@ def test_malformed_requirements(tmp_path: Path) -> None:
     assert "requirement #1 has no id" in error(tmp_path)
 
 
-def test_is_a_usage_error_for_the_cli() -> None:
-    assert issubclass(ReportInputError, UsageError) and ReportInputError.exit_code == 2
+def test_the_cli_turns_it_into_one_line_and_exit_2(tmp_path: Path, capsys) -> None:
+    from conformance.cli.main import main
+
+    (tmp_path / "results.json").write_text("{not json")
+    assert main(["report", str(tmp_path), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("gpuconf: error: ") and "is not JSON" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
 
 
 def test_build_report_checks_its_input(tmp_path: Path) -> None:

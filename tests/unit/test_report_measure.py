@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from test_report_fixtures import interference, kernels, make_results
 
-from reports import build_report, measure
-from reports.svg import nice_ticks, tick_label
+from conformance.report import build_report, measure
+from conformance.report.svg import nice_ticks, tick_label
 
 
 def test_reads_gpu_kernels_shapes() -> None:

@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conformance import gfd_contract as contract
-from conformance.sim import gfd, operands
-from conformance.sim.gpu_models import GPU_MODELS, get_model, sanitise
+from conformance.nvidia import gfd_contract as contract
+from conformance.nvidia import operands, sharing
+from conformance.nvidia.gpu_models import GPU_MODELS, get_model, sanitise
+from conformance.nvidia.sharing import SharedResource, SharingConfig
+from conformance.sim import gfd
 from conformance.sim.profiles import (
     PROFILES,
     NodeGroup,
     Profile,
-    SharedResource,
-    SharingConfig,
     get_profile,
     gpu_group,
 )
@@ -242,7 +242,7 @@ def test_cpu_node_has_no_gpu_labels_or_resources():
     assert gfd.node_labels(cpu, 0) == {}
     assert gfd.advertised_resources(cpu) == {"cpu": "16", "memory": f"{64 * 1024**2}Ki",
                                              "pods": "110"}
-    assert cpu.taints == () and gfd.sharing_config(cpu) is None
+    assert cpu.taints == () and cpu.sharing is None
 
 
 def test_gpu_nodes_are_tainted():
@@ -302,10 +302,10 @@ def test_mps_sharing():
     assert gfd.gpu_resources(group) == {"nvidia.com/gpu": 6}
     assert operands.get_operand("mps-control-daemon").selects(labels)
     assert not operands.get_operand("mps-control-daemon").selects(labels_of("healthy", "h100"))
-    doc = gfd.sharing_config(group)
+    doc = group.sharing.document()
     assert doc == {"version": "v1", "sharing": {"mps": {
         "renameByDefault": False, "resources": [{"name": "nvidia.com/gpu", "replicas": 3}]}}}
-    assert gfd.validate_sharing_config(doc) == []
+    assert sharing.validate_sharing_config(doc) == []
     assert group.sharing.fails_requests_greater_than_one
     with pytest.raises(ValueError, match="MIG"):
         gpu_group("x", 1, "NVIDIA-A100-SXM4-40GB", 8, mig_config="all-1g.5gb",
@@ -495,15 +495,15 @@ def _readme_sharing_examples(readme: Path) -> list[str]:
 
 @pytest.mark.parametrize("text", README_EXAMPLES)
 def test_validator_accepts_readme_examples(text):
-    assert gfd.validate_sharing_config(text) == []
-    assert gfd.sharing_config_warnings(text) == []
+    assert sharing.validate_sharing_config(text) == []
+    assert sharing.sharing_config_warnings(text) == []
 
 
 def test_validator_accepts_every_sharing_example_of_the_upstream_readme():
     examples = _readme_sharing_examples(upstream(DEVICE_PLUGIN / "README.md"))
     assert len(examples) == 6
     for text in examples:
-        assert gfd.validate_sharing_config(text) == [], text
+        assert sharing.validate_sharing_config(text) == [], text
     assert set(README_EXAMPLES) <= {e + "\n" for e in examples}
 
 
@@ -511,8 +511,8 @@ def test_validator_accepts_every_sharing_example_of_the_upstream_readme():
 def test_validator_accepts_the_sims_own_configs(profile):
     doc = get_profile(profile).sharing_config()
     if doc is not None:
-        assert gfd.validate_sharing_config(doc) == []
-        assert gfd.validate_sharing_config(yaml.safe_dump(doc)) == []
+        assert sharing.validate_sharing_config(doc) == []
+        assert sharing.validate_sharing_config(yaml.safe_dump(doc)) == []
 
 
 @pytest.mark.parametrize("doc, message", [
@@ -555,14 +555,15 @@ def test_validator_accepts_the_sims_own_configs(profile):
     ("- a list", "must be a mapping"),
 ])
 def test_validator_catches(doc, message):
-    errors = gfd.validate_sharing_config(doc)
+    errors = sharing.validate_sharing_config(doc)
     assert any(message in e for e in errors), errors
 
 
 def test_validator_rules_that_are_warnings_or_relaxed():
-    assert gfd.validate_sharing_config({"sharing": ts()["sharing"]}, require_version=False) == []
-    assert gfd.validate_sharing_config(ts(name="gpu")) == []  # nvidia.com/ is prepended
-    assert gfd.validate_sharing_config(ts(name="nvidia.com/mig-1g.5gb")) == []
+    relaxed = {"sharing": ts()["sharing"]}
+    assert sharing.validate_sharing_config(relaxed, require_version=False) == []
+    assert sharing.validate_sharing_config(ts(name="gpu")) == []  # nvidia.com/ is prepended
+    assert sharing.validate_sharing_config(ts(name="nvidia.com/mig-1g.5gb")) == []
     for doc, warning in [
         (ts(rename="nvidia.com/gpu-shared"), "rename"),
         (ts(devices=[0, "1", "GPU-b1028956-cfa2-0990-bf4a-5da9abb51763"]), "devices"),
@@ -573,14 +574,14 @@ def test_validator_rules_that_are_warnings_or_relaxed():
             {"name": "nvidia.com/gpu", "replicas": 2},
             {"name": "gpu", "replicas": 3}]}}}, "named twice"),
     ]:
-        assert gfd.validate_sharing_config(doc) == [], doc
-        assert any(warning in w for w in gfd.sharing_config_warnings(doc)), doc
+        assert sharing.validate_sharing_config(doc) == [], doc
+        assert any(warning in w for w in sharing.sharing_config_warnings(doc)), doc
     default_rename = {"version": "v1", "sharing": {"timeSlicing": {
         "renameByDefault": True,
         "resources": [{"name": "nvidia.com/gpu", "rename": "nvidia.com/gpu.shared",
                        "replicas": 2, "devices": "all"}]}}}
-    assert gfd.validate_sharing_config(default_rename) == []
-    assert gfd.sharing_config_warnings(default_rename) == []
+    assert sharing.validate_sharing_config(default_rename) == []
+    assert sharing.sharing_config_warnings(default_rename) == []
 
 
 # --- operands -----------------------------------------------------------------------------------

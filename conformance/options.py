@@ -1,0 +1,218 @@
+"""The one option table: every option of a run, with its flags, type, default and help.
+
+From this table come the pytest plugin's options (group ``gpu-conformance``), the options
+dataclass the plugin and the run layer pass around, the ``gpuconf run`` parser, and the flags
+the run plan forwards to the pytest it starts. An option is declared once, here.
+
+``scope`` says where an option appears:
+
+- ``both``: a ``gpuconf run`` option that is also a pytest option; the run plan forwards it.
+- ``pytest``: a pytest option the run plan sets itself (run ID, results folder, the Helm
+  release it installed); ``gpuconf run`` users do not set it.
+- ``run``: only ``gpuconf run`` has it (what to run and how: suites, results, installs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from conformance.common.vocab import TARGETS
+
+Scope = Literal["both", "pytest", "run"]
+SUITES = ("stack", "scheduling", "sharing", "operations")
+DEFAULT_SUITES = ("stack", "scheduling", "sharing")
+DEFAULT_CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
+DEFAULT_WORKLOAD_IMAGE = "cupy/cupy:v13.3.0"
+
+
+def _option(default: Any = None, *, help: str, scope: Scope = "both", flag: str | None = None,
+            pytest_flag: str | None = None, metavar: str | None = None,
+            choices: tuple[str, ...] | None = None, type: type | None = None,
+            many: bool = False, switch: bool = False, registered_by: str | None = None) -> Any:
+    """A field of :class:`Options` carrying its command-line declaration.
+
+    ``flag`` is the ``gpuconf run`` flag and, unless ``pytest_flag`` differs, the pytest one
+    (derived from the field name when omitted). ``many``: repeatable, a list. ``switch``: a
+    boolean flag. ``registered_by``: another plugin registers the pytest option (pytest-kind's
+    ``--kubeconfig``); this plugin reads it.
+    """
+    meta = {"help": help, "scope": scope, "flag": flag, "pytest_flag": pytest_flag,
+            "metavar": metavar, "choices": choices, "type": type, "many": many,
+            "switch": switch, "registered_by": registered_by}
+    if many:
+        return field(default_factory=list, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class Options:
+    """Everything a run is told. Field order is the order of ``--help``."""
+
+    # --- where ------------------------------------------------------------------------------
+    target: str | None = _option(
+        choices=TARGETS, help="existing: the kubeconfig's cluster; kind: create one with "
+        "pytest-kind from kind-config/; sim: the local simulated cluster; node: the local control "
+        "plane with this host as a real kubelet node; local: this host's GPUs without "
+        "Kubernetes. Default: existing if a kubeconfig context answers, else sim")
+    kubeconfig: str | None = _option(metavar="PATH", registered_by="pytest-kind",
+                                     help="kubeconfig of the cluster to check")
+    context: str | None = _option(metavar="NAME", help="kubeconfig context to use")
+    # --- what the cluster is expected to be -------------------------------------------------
+    operator_namespace: str = _option("gpu-operator", metavar="NS",
+                                      help="namespace of the GPU Operator (default gpu-operator)")
+    expected_driver_version: str | None = _option(
+        metavar="V", help="driver version every GPU node must run, e.g. 580.105.08")
+    min_driver_version: str | None = _option(metavar="V", help="lowest acceptable driver version")
+    restart_threshold: int = _option(1, type=int, metavar="N",
+                                     help="operand restarts allowed (default 1, as the "
+                                          "operator's own e2e)")
+    # --- what to check ----------------------------------------------------------------------
+    requirement: list[str] = _option(many=True, metavar="ID",
+                                     help="only these requirement IDs or ID prefixes "
+                                          "(repeatable; unknown IDs exit 2)")
+    suite: list[str] = _option(many=True, scope="run", choices=SUITES,
+                               help="suite to run (repeatable; default stack, scheduling, "
+                                    "sharing)")
+    disruptive: bool = _option(False, switch=True, help="also run checks that change the "
+                               "cluster and restore it (the operations suite)")
+    reconcile_timeout: float = _option(180.0, type=float, metavar="S",
+                                       help="how long disruptive checks wait for the operator "
+                                            "to react (default 180)")
+    # --- images of the pods on real GPUs ----------------------------------------------------
+    cuda_image: str = _option(DEFAULT_CUDA_IMAGE, metavar="IMAGE",
+                              help=f"image of the nvidia-smi pods (default {DEFAULT_CUDA_IMAGE})")
+    workload_image: str = _option(DEFAULT_WORKLOAD_IMAGE, metavar="IMAGE",
+                                  help="CuPy image the gpu_kernels pods run in, the module "
+                                       f"mounted from a ConfigMap (default "
+                                       f"{DEFAULT_WORKLOAD_IMAGE})")
+    # --- the sim ----------------------------------------------------------------------------
+    sim_profile: str = _option("healthy", flag="--profile", pytest_flag="--sim-profile",
+                               metavar="PROFILE", help="sim profile (default healthy; "
+                               "`gpuconf sim profiles` lists them)")
+    sim_fault: list[str] = _option(many=True, flag="--fault", pytest_flag="--sim-fault",
+                                   metavar="NAME", help="sim fault to inject (repeatable; "
+                                   "`gpuconf sim faults` lists them)")
+    sim_name: str = _option("gpuconf", scope="pytest", metavar="NAME",
+                            help="name of the sim cluster the plugin starts or uses")
+    kind_config: str = _option("single-gpu.yaml", metavar="FILE",
+                               help="kind config in kind-config/ for --target kind")
+    # --- the GPU Operator -------------------------------------------------------------------
+    install_operator: bool = _option(False, switch=True, scope="run",
+                                     help="install the GPU Operator chart with Helm before the "
+                                          "suites and uninstall it afterwards")
+    operator_chart: str | None = _option(metavar="PATH", help="GPU Operator Helm chart (a path) "
+                                         "for installs; default NVIDIA's Helm repository")
+    operator_version: str | None = _option(metavar="V", scope="run",
+                                           help="chart version to install")
+    operator_values: str | None = _option(metavar="FILE", scope="run",
+                                          help="Helm values file for the install")
+    set_values: list[str] = _option(many=True, flag="--set", scope="run", metavar="K=V",
+                                    help="Helm value for the install (repeatable)")
+    matrix: str | None = _option(metavar="FILE", scope="run",
+                                 help="run every combination of operator versions x values x "
+                                      "sharing configs in FILE (installs the operator for each)")
+    # --- results and housekeeping -----------------------------------------------------------
+    results: str = _option("results", scope="run", metavar="DIR",
+                           help="results folder (default ./results)")
+    keep: bool = _option(False, switch=True, scope="run",
+                         help="keep the sim / the installed operator afterwards")
+    keep_namespaces: bool = _option(False, switch=True,
+                                    help="keep the namespaces of failed tests for debugging")
+    workers: str | None = _option(flag="-n", scope="run", metavar="N",
+                                  help="pytest-xdist workers (e.g. auto)")
+    gpu_results: str | None = _option(scope="pytest", metavar="DIR",
+                                      help="write results.json (and evidence/) into DIR")
+    run_id: str | None = _option(scope="pytest", metavar="ID",
+                                 help="label value for this run's objects (default: new)")
+    combination: str | None = _option(scope="pytest", metavar="NAME",
+                                      help="the matrix combination this run is (kept in the "
+                                           "results)")
+    helm_release: str | None = _option(scope="pytest", metavar="NAME",
+                                       help="the operator's Helm release, when the run "
+                                            "installed it")
+
+    def replace(self, **changes: Any) -> Options:
+        return dataclasses.replace(self, **changes)
+
+
+def _fields(*scopes: Scope) -> list[dataclasses.Field]:
+    return [f for f in dataclasses.fields(Options) if f.metadata["scope"] in scopes]
+
+
+def _dest(f: dataclasses.Field) -> str:
+    return f.name
+
+
+def _flag(f: dataclasses.Field, *, pytest: bool) -> str:
+    meta = f.metadata
+    if pytest and meta["pytest_flag"]:
+        return meta["pytest_flag"]
+    return meta["flag"] or "--" + f.name.replace("_", "-")
+
+
+def _add(add_argument, f: dataclasses.Field, flag: str) -> None:
+    meta = f.metadata
+    kwargs: dict[str, Any] = {"dest": _dest(f), "help": meta["help"]}
+    if meta["switch"]:
+        kwargs.update(action="store_true", default=False)
+    else:
+        kwargs.update(metavar=meta["metavar"])
+        if meta["many"]:
+            kwargs.update(action="append", default=[])
+        else:
+            kwargs["default"] = f.default
+        if meta["choices"]:
+            kwargs["choices"] = meta["choices"]
+            kwargs.pop("metavar")
+        if meta["type"]:
+            kwargs["type"] = meta["type"]
+    add_argument(flag, **kwargs)
+
+
+# ---- pytest ----------------------------------------------------------------------------------
+def add_pytest_options(group) -> None:
+    """Register the plugin's options in its pytest option group."""
+    for f in _fields("both", "pytest"):
+        if not f.metadata["registered_by"]:
+            _add(group.addoption, f, _flag(f, pytest=True))
+
+
+def from_pytest(config) -> Options:
+    """The options of a pytest session (another plugin's options read where registered)."""
+    values = {f.name: config.getoption(_dest(f), None if f.metadata["registered_by"] else
+                                       f.default)
+              for f in _fields("both", "pytest")}
+    for name, value in values.items():
+        if isinstance(value, list):
+            values[name] = list(value)
+    return Options(**values)
+
+
+def pytest_flags(options: Options) -> list[str]:
+    """The pytest flags that hand ``options`` to a pytest run (non-defaults only)."""
+    flags = []
+    for f in _fields("both", "pytest"):
+        value = getattr(options, f.name)
+        flag = _flag(f, pytest=True)
+        if f.metadata["many"]:
+            flags += [f"{flag}={v}" for v in value]
+        elif f.metadata["switch"]:
+            flags += [flag] if value else []
+        elif value is not None and value != f.default:
+            flags.append(f"{flag}={value}")
+    return flags
+
+
+# ---- gpuconf run -----------------------------------------------------------------------------
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``gpuconf run`` options, in table order, each with its help."""
+    for f in _fields("both", "run"):
+        _add(parser.add_argument, f, _flag(f, pytest=False))
+
+
+def from_args(args: argparse.Namespace) -> Options:
+    """The options of a parsed ``gpuconf run`` (pytest-only fields keep their defaults)."""
+    return Options(**{f.name: getattr(args, _dest(f)) for f in _fields("both", "run")})

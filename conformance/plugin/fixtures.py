@@ -1,0 +1,145 @@
+"""The fixtures the suites use (registered by ``hooks.pytest_configure``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance import catalog
+from conformance.checks.gpu_nodes import GpuNode
+from conformance.checks.rollout import OperatorView
+from conformance.cluster import evidence as ev
+from conformance.cluster import namespaces, views
+from conformance.cluster.client import Cluster
+from conformance.cluster.locks import held
+from conformance.common.vocab import TARGETS
+from conformance.nvidia.clusterpolicy import ClusterPolicy
+from conformance.plugin.recorder import Recorder
+from conformance.run.targets import Env
+
+PHASES_KEY = pytest.StashKey[dict]()  # setup/call/teardown reports of an item, by phase
+EVIDENCE_KEY = pytest.StashKey[list]()
+GPU_ALLOCATION_LOCK = "gpuconf-gpu-allocation"
+
+
+def evidence_of(item: pytest.Item) -> list[ev.Evidence]:
+    return item.stash.get(EVIDENCE_KEY, [])
+
+
+def evidence_text(item: pytest.Item) -> str:
+    """The evidence a test gathered so far, as one text for its failure report."""
+    return "\n\n".join(f"--- {e.name} ---\n{e.content}" for e in evidence_of(item))
+
+
+def failed(item: pytest.Item) -> bool:
+    """Whether any phase of ``item`` failed so far (for finalizers deciding on a dump)."""
+    return any(r.failed for r in item.stash.get(PHASES_KEY, {}).values())
+
+
+# ---- the environment -------------------------------------------------------------------------
+@pytest.fixture(scope="session")
+def gpu_env(request: pytest.FixtureRequest) -> Env:
+    """The resolved target and connected cluster (connects on first use)."""
+    return Recorder.of(request.config).environment()
+
+
+@pytest.fixture(scope="session")
+def cluster(gpu_env: Env) -> Cluster:
+    """The connected cluster (not-applicable on --target local)."""
+    if gpu_env.cluster is None:
+        pytest.skip(f"not-applicable: target {gpu_env.target} has no Kubernetes cluster")
+    return gpu_env.cluster
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> list[ev.Evidence]:
+    """Append :class:`Evidence` here; it is attached to the report and results on failure."""
+    return request.node.stash.setdefault(EVIDENCE_KEY, [])
+
+
+@pytest.fixture
+def namespace(request: pytest.FixtureRequest, cluster: Cluster, gpu_env: Env,
+              evidence: list[ev.Evidence]) -> str:
+    """A fresh labelled namespace for this test, deleted afterwards (dumped first on failure)."""
+    name = namespaces.create_namespace(cluster, request.node.name, gpu_env.run_id)
+
+    def finish() -> None:
+        dump = failed(request.node)
+        if dump:
+            evidence.extend(ev.namespace_dump(cluster, name))
+        if not (dump and gpu_env.options.keep_namespaces):
+            namespaces.delete_namespace(cluster, name)
+
+    request.addfinalizer(finish)
+    return name
+
+
+@pytest.fixture(autouse=True)
+def _requirement_gate(request: pytest.FixtureRequest) -> None:
+    """Skip a check where its requirement cannot be checked, with the reason."""
+    marker = request.node.get_closest_marker("requirement")
+    req = catalog.BY_ID.get(marker.args[0]) if marker else None
+    needs_gpu = request.node.get_closest_marker("gpu") is not None or bool(req and req.needs_gpu)
+    disruptive = (request.node.get_closest_marker("disruptive") is not None
+                  or bool(req and req.disruptive))
+    if req is not None:
+        _allure_labels(req)
+    if not (needs_gpu or disruptive or req):
+        return
+    env: Env = request.getfixturevalue("gpu_env")
+    if disruptive and not env.options.disruptive:
+        pytest.skip("changes the cluster: run with --disruptive to include it")
+    target_marker = request.node.get_closest_marker("target")
+    allowed = target_marker.args if target_marker else (req.targets if req else TARGETS)
+    if env.target not in allowed:
+        if needs_gpu and env.target == "sim":
+            pytest.skip("needs real GPUs: the sim simulates nodes and pods, not devices")
+        pytest.skip(f"not-applicable: checked on {', '.join(allowed)}, not on {env.target}")
+    if needs_gpu and env.target != "local" and not env.real_gpus:
+        pytest.skip(f"needs real GPUs: {env.gpu_source}")
+
+
+def _allure_labels(req: catalog.Requirement) -> None:
+    try:
+        import allure
+    except ImportError:
+        return
+    allure.dynamic.epic(req.area)
+    allure.dynamic.feature(req.layer)
+    allure.dynamic.story(req.id)
+    allure.dynamic.title(f"{req.id}: {req.title}")
+    allure.dynamic.severity(
+        {"critical": "critical", "major": "normal", "minor": "minor", "info": "trivial"}[
+            req.severity])
+
+
+# ---- what the suites read once per session ---------------------------------------------------
+@pytest.fixture(scope="session")
+def gpu_nodes(cluster: Cluster) -> list[GpuNode]:
+    """The cluster's GPU nodes, read once per session."""
+    return views.list_gpu_nodes(cluster)
+
+
+@pytest.fixture(scope="session")
+def operator_view(cluster: Cluster, gpu_env: Env) -> OperatorView:
+    """DaemonSets and pods of the operator namespace, read once per session."""
+    return views.read_operator_view(cluster, gpu_env.options.operator_namespace)
+
+
+@pytest.fixture(scope="session")
+def cluster_policy(cluster: Cluster) -> ClusterPolicy | None:
+    return views.read_cluster_policy(cluster)
+
+
+@pytest.fixture
+def gpu_allocation_lock(cluster: Cluster, gpu_env: Env):
+    """Held while a check allocates GPUs, so parallel runs and workers do not interleave."""
+    with held(cluster, GPU_ALLOCATION_LOCK, gpu_env.run_id):
+        yield
+
+
+@pytest.fixture
+def require_gpu_nodes(gpu_nodes: list[GpuNode]) -> list[GpuNode]:
+    """GPU nodes, failing with the count (not a later timeout) when there are none."""
+    assert gpu_nodes, ("0 nodes are labelled nvidia.com/gpu.present=true: no GPU nodes, or "
+                       "NFD/the GPU Operator is not labelling them")
+    return gpu_nodes

@@ -1,0 +1,93 @@
+"""The cluster fingerprint of a run: what was checked, for the report and for certification."""
+
+from __future__ import annotations
+
+from kubernetes.client.exceptions import ApiException
+
+from conformance.nvidia import labels as L
+from conformance.run.targets import Env
+
+
+def of_cluster(env: Env) -> dict:
+    cluster = env.require_cluster()
+    nodes = cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items
+    rows = []
+    for node in nodes:
+        lab = node.metadata.labels or {}
+        alloc = node.status.allocatable or {}
+        resource, count = L.gpu_resource_of(alloc)
+        rows.append({
+            "name": node.metadata.name,
+            "gpu_product": lab.get(L.PRODUCT),
+            "gpu_count": _int(lab.get(L.COUNT)),
+            "gpu_memory_mib": _int(lab.get(L.MEMORY)),
+            "gpu_resource": resource,
+            "allocatable": count,
+            "replicas": _int(lab.get(L.REPLICAS)),
+            "sharing_strategy": lab.get(L.SHARING_STRATEGY),
+            "mig_strategy": lab.get(L.MIG_STRATEGY, "none"),
+            "driver_version": lab.get(L.DRIVER_FULL),
+            "cuda_version": lab.get(L.RUNTIME_FULL),
+        })
+    operator_version = chart_version = None
+    try:
+        deps = cluster.apps.list_namespaced_deployment(
+            env.options.operator_namespace, label_selector=L.OPERATOR_SELECTOR).items
+        if deps:
+            dep_labels = deps[0].metadata.labels or {}
+            image = deps[0].spec.template.spec.containers[0].image or ""
+            operator_version = dep_labels.get("app.kubernetes.io/version") or (
+                image.rsplit(":", 1)[-1] if ":" in image else None)
+            chart = dep_labels.get("helm.sh/chart", "")
+            chart_version = chart.rsplit("-", 1)[-1] if chart else None
+    except ApiException:
+        pass
+    return {
+        "kubernetes_version": env.server_version,
+        "operator_version": operator_version,
+        "chart_version": chart_version,
+        "driver_versions": sorted({r["driver_version"] for r in rows if r["driver_version"]}),
+        "cuda_versions": sorted({r["cuda_version"] for r in rows if r["cuda_version"]}),
+        "sharing_strategies": sorted({r["sharing_strategy"] or "none" for r in rows}),
+        "gpu_node_count": len(rows),
+        "nodes": rows,
+    }
+
+
+def of_local_host() -> dict:
+    """The same shape for ``--target local``: this host's GPUs as NVML reports them."""
+    import socket
+
+    from gpu_kernels import inventory
+
+    inv = inventory.collect()
+    gpus = inv.get("gpus") or []
+    names = sorted({g.get("name") for g in gpus if g.get("name")})
+    memory = [g["memory_total_bytes"] for g in gpus if g.get("memory_total_bytes")]
+    row = {
+        "name": socket.gethostname(),
+        "gpu_product": ", ".join(names) or None,
+        "gpu_count": len(gpus),
+        "gpu_memory_mib": (min(memory) // 2**20) if memory else None,
+        "gpu_resource": None, "allocatable": None, "replicas": None,
+        "sharing_strategy": None,
+        "mig_strategy": "none",
+        "driver_version": inv.get("driver_version"),
+        "cuda_version": inv.get("cuda_driver_version"),
+    }
+    return {
+        "kubernetes_version": None, "operator_version": None, "chart_version": None,
+        "driver_versions": [row["driver_version"]] if row["driver_version"] else [],
+        "cuda_versions": [row["cuda_version"]] if row["cuda_version"] else [],
+        "sharing_strategies": ["none"],
+        "gpu_node_count": 1 if gpus else 0,
+        "nodes": [row] if gpus else [],
+        "source": "NVML on this host (--target local)",
+    }
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None

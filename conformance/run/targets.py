@@ -1,0 +1,123 @@
+"""The environment a run checks: which target, which cluster, and the options it was given.
+
+Resolved lazily by the pytest plugin (the first test that needs a cluster), so ``--help`` and
+``--collect-only`` work without one. ``gpuconf run`` starts the sim, the node or kind itself
+(``conformance.run.plan``) and hands pytest a kubeconfig; ``pytest conformance/suites/...
+--target sim`` without one has the plugin start a sim here and stop it at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from conformance.cluster.client import Cluster, check_reachable, connect
+from conformance.common.console import say
+from conformance.common.errors import UsageError
+from conformance.options import Options
+
+KIND_CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-config"
+
+
+@dataclass
+class Env:
+    target: str
+    options: Options
+    run_id: str
+    cluster: Cluster | None = None  # None for --target local
+    server_version: str | None = None
+    started_sim: bool = False
+    kind_cluster: object | None = None
+
+    @property
+    def real_gpus(self) -> bool:
+        """True where pods get devices of their own (not KWOK's). Local runs have no pods."""
+        return self.target in ("existing", "kind", "node")
+
+    def require_cluster(self) -> Cluster:
+        if self.cluster is None:
+            raise UsageError(f"target {self.target!r} has no Kubernetes cluster")
+        return self.cluster
+
+
+def has_kubeconfig(options: Options) -> bool:
+    return bool(options.kubeconfig or os.environ.get("KUBECONFIG")
+                or (Path.home() / ".kube" / "config").is_file())
+
+
+def auto_target(options: Options) -> str:
+    """``existing`` when a kubeconfig context answers, else ``sim``."""
+    if has_kubeconfig(options):
+        try:
+            check_reachable(connect(options.kubeconfig, options.context), timeout_s=5)
+            return "existing"
+        except UsageError:
+            if options.kubeconfig or options.context:
+                raise
+    return "sim"
+
+
+def resolve(options: Options, run_id: str) -> Env:
+    """Connect to the cluster the options name, starting a sim or kind cluster when asked."""
+    target = options.target or auto_target(options)
+    env = Env(target=target, options=options, run_id=run_id)
+    if target == "local":
+        return env
+    kubeconfig = options.kubeconfig
+    if target == "sim" and not kubeconfig:
+        from conformance.sim import cluster as simcluster
+
+        path, env.started_sim = simcluster.ensure_running(
+            options.sim_name, options.sim_profile, options.sim_fault,
+            progress=lambda m: say(m, who="sim"))
+        kubeconfig = str(path)
+    elif target == "node" and not kubeconfig:
+        raise UsageError("--target node needs the node's kubeconfig: start it with `gpuconf node "
+                         "up` and pass --kubeconfig, or use `gpuconf run --target node`")
+    elif target == "kind":
+        env.kind_cluster, kubeconfig = create_kind(options)
+    env.options = options.replace(kubeconfig=kubeconfig)
+    env.cluster = connect(kubeconfig, options.context)
+    env.server_version = check_reachable(env.cluster)
+    return env
+
+
+def create_kind(options: Options):
+    """Create a kind cluster from ``kind-config/`` through pytest-kind.
+
+    kind needs a Docker (or Podman) engine with the NVIDIA container toolkit for GPUs; without
+    one this stops with a usage error before anything is created.
+    """
+    kind_precheck()
+    config_file = KIND_CONFIG_DIR / options.kind_config
+    if not config_file.is_file():
+        raise UsageError(f"kind config {config_file} not found (see kind-config/)")
+    from pytest_kind import KindCluster
+
+    kind = KindCluster(options.sim_name, kind_path=Path(shutil.which("kind") or "kind"))
+    kind.create(config_file=config_file)
+    return kind, str(kind.kubeconfig_path)
+
+
+def kind_precheck() -> None:
+    """kind runs nodes as containers: without an engine, stop before creating anything."""
+    docker = shutil.which("docker") or shutil.which("podman")
+    if docker is None or subprocess.run([docker, "info"], capture_output=True,
+                                        timeout=20).returncode != 0:
+        raise UsageError("--target kind needs a running Docker engine (kind runs nodes as "
+                         "containers): start Docker, or use --target sim / --target existing")
+    if shutil.which("kind") is None:
+        raise UsageError("--target kind needs the kind binary on PATH (https://kind.sigs.k8s.io)")
+
+
+def teardown(env: Env) -> None:
+    """Stop what :func:`resolve` started (a sim, a kind cluster); nothing else."""
+    if env.started_sim:
+        from conformance.sim import cluster as simcluster
+
+        simcluster.down(env.options.sim_name, progress=lambda _m: None)
+    if env.kind_cluster is not None:
+        env.kind_cluster.delete()

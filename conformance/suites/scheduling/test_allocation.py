@@ -1,0 +1,50 @@
+"""Scheduling / whole allocation: GPUs are handed out whole, and over capacity means Pending.
+
+Checklist (kubernetes test/e2e/scheduling/nvidia-gpus.go; e2e_node device_plugin_test.go):
+- SCHED-ALLOC-001 N one-GPU pods fill a node with N free GPUs; pod N+1 stays Pending with a
+  FailedScheduling event naming Insufficient nvidia.com/gpu; deleting one lets it schedule
+- SCHED-ALLOC-002 a multi-GPU request lands on one node that has that many free, and a request
+  larger than any node stays Pending with the reason
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.cluster import allocation, pods
+from conformance.cluster.pods import PodSpec
+
+
+@pytest.mark.requirement("SCHED-ALLOC-001")
+@pytest.mark.usefixtures("gpu_allocation_lock")
+def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, require_gpu_nodes):
+    choice = allocation.pick_node(cluster, require_gpu_nodes)
+    assert choice is not None, (
+        "no schedulable GPU node has free GPUs to allocate: nodes advertise no GPU resource "
+        "(device plugin) or every GPU node carries a taint GPU pods do not tolerate")
+    node, resource, free = choice
+    result = allocation.fill_node(cluster, namespace, gpu_env.run_id, node, resource, free,
+                                  "whole")
+    assert f"Insufficient {resource}" in result.overflow_reason, (
+        f"pod {free + 1} on {node.name} stayed Pending for another reason: "
+        f"{result.overflow_reason}")
+    assert result.rescheduled_onto == node.name
+
+
+@pytest.mark.requirement("SCHED-ALLOC-002")
+@pytest.mark.usefixtures("gpu_allocation_lock")
+def test_multi_gpu_request_lands_on_one_node(cluster, namespace, gpu_env, require_gpu_nodes):
+    choice = allocation.pick_node(cluster, require_gpu_nodes)
+    assert choice is not None, "no schedulable GPU node has free GPUs"
+    _node, resource, free = choice
+    fits = pods.create(cluster, namespace, PodSpec("multi", gpus=free, resource=resource),
+                       gpu_env.run_id)
+    landed = pods.wait_scheduled(cluster, namespace, fits)
+    assert landed in {n.name for n in require_gpu_nodes}, f"landed on non-GPU node {landed}"
+    largest = max(n.gpu_resources.get(resource, 0) for n in require_gpu_nodes)
+    too_big = pods.create(cluster, namespace, PodSpec("toobig", gpus=largest + 1,
+                                                      resource=resource), gpu_env.run_id)
+    reason = pods.wait_unschedulable(cluster, namespace, too_big)
+    assert f"Insufficient {resource}" in reason, (
+        f"a request for {largest + 1} (more than any node has) is Pending for another reason: "
+        f"{reason}")

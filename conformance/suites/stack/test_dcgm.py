@@ -1,0 +1,53 @@
+"""Stack / DCGM exporter on real GPUs: its metrics endpoint serves every GPU.
+
+The endpoint is read through the API server's service proxy (no port-forward, no pod of our
+own), as NVIDIA/aicr's conformance validator scrapes nvidia-dcgm-exporter:9400/metrics.
+
+Checklist:
+- STACK-DCGM-002 DCGM_FI_DEV_* series (utilization, framebuffer) exist for as many GPUs as
+  the GPU nodes report in nvidia.com/gpu.count
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from conformance.cluster import evidence as ev
+from conformance.nvidia import labels as L
+
+SERVICE = "nvidia-dcgm-exporter"
+PORT = "gpu-metrics"
+REQUIRED = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
+_SERIES = re.compile(r'^(DCGM_FI_DEV_[A-Z0-9_]+)\{([^}]*)\}', re.M)
+_UUID = re.compile(r'UUID="([^"]+)"')
+
+
+def gpus_by_metric(text: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for name, labels in _SERIES.findall(text):
+        uuid = _UUID.search(labels)
+        if uuid:
+            out.setdefault(name, set()).add(uuid.group(1))
+    return out
+
+
+@pytest.mark.requirement("STACK-DCGM-002")
+def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, require_gpu_nodes, evidence):
+    ns = gpu_env.options.operator_namespace
+    try:
+        text = cluster.core.connect_get_namespaced_service_proxy_with_path(
+            f"{SERVICE}:{PORT}", ns, "metrics")
+    except ApiException as exc:
+        pytest.fail(f"cannot read {ns}/{SERVICE}:{PORT}/metrics through the API server: "
+                    f"{exc.status} {exc.reason}")
+    evidence.append(ev.Evidence("dcgm-metrics.txt", text[:50_000]))
+    expected = sum(n.int_label(L.COUNT) or 0 for n in require_gpu_nodes)
+    seen = gpus_by_metric(text)
+    missing = [m for m in REQUIRED if m not in seen]
+    assert not missing, f"the exporter serves no {', '.join(missing)} series"
+    short = {m: len(seen[m]) for m in REQUIRED if len(seen[m]) < expected}
+    assert not short, (f"GPU nodes report {expected} GPUs, the exporter has series for fewer: "
+                       f"{short}")

@@ -1,0 +1,124 @@
+"""Stack / node level: what NVML reports on each GPU node, each item a check with a verdict.
+
+On --target local the inventory is taken on this host; on real clusters in a pod on each GPU
+node (gpu_kernels mounted from a ConfigMap into --workload-image). The sim has no devices.
+
+Checklist:
+- STACK-NODE-001 every GPU enumerated with model, memory and a distinct UUID
+- STACK-NODE-002 driver and CUDA versions reported and the same on every GPU
+- STACK-NODE-003 ECC enabled, no volatile uncorrectable errors
+- STACK-NODE-004 compute mode Default (sharing works)
+- STACK-NODE-005 MIG mode reported, current == pending
+- STACK-NODE-006 no hardware/thermal/power-brake slowdown
+- STACK-NODE-007 PCIe link at its maximum width (and generation under load)
+- STACK-DRV-003 NVML's driver version is the expected one (--expected/--min-driver-version)
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conformance.checks import taints
+from conformance.cluster import evidence as ev
+from conformance.cluster import kernel_pods, namespaces
+from conformance.plugin.api import finding, not_applicable
+from conformance.run import local_gpu
+
+NODE_CHECKS = ("STACK-NODE-001", "STACK-NODE-002", "STACK-NODE-003", "STACK-NODE-004",
+               "STACK-NODE-005", "STACK-NODE-006", "STACK-NODE-007")
+INVENTORY_TIMEOUT_S = 120.0
+
+
+def _inventory_args(gpu_env) -> list[str]:
+    args = ["inventory"]
+    if gpu_env.options.expected_driver_version:
+        args += ["--expected-driver-version", gpu_env.options.expected_driver_version]
+    if gpu_env.options.min_driver_version:
+        args += ["--min-driver-version", gpu_env.options.min_driver_version]
+    return args
+
+
+def _local_inventory(gpu_env) -> dict[str, dict]:
+    try:
+        return {"localhost": local_gpu.run_kernels(_inventory_args(gpu_env),
+                                                   timeout=INVENTORY_TIMEOUT_S)}
+    except local_gpu.Unavailable as exc:
+        pytest.skip(f"no GPU inventory on this host: {exc}")
+
+
+def _pod_inventories(gpu_env, nodes) -> dict[str, dict]:
+    cluster = gpu_env.require_cluster()
+    ns = namespaces.create_namespace(cluster, "node-inventory", gpu_env.run_id)
+    out: dict[str, dict] = {}
+    try:
+        for node in nodes:
+            if taints.untolerated_taints(node):
+                continue
+            r = kernel_pods.run(cluster, ns, gpu_env.run_id, _inventory_args(gpu_env),
+                                image=gpu_env.options.workload_image, node=node.name)
+            out[node.name] = r.json_line() or {
+                "verdicts": [{"id": i, "verdict": "fail",
+                              "message": f"inventory pod {r.pod}: {r.diagnosis or r.phase}"}
+                             for i in (*NODE_CHECKS, "STACK-DRV-003")]}
+    finally:
+        namespaces.delete_namespace(cluster, ns)
+    return out
+
+
+@pytest.fixture(scope="module")
+def inventories(gpu_env, request) -> dict[str, dict]:
+    # Module fixtures are set up before the per-test requirement gate: check the target here.
+    if gpu_env.target == "sim":
+        pytest.skip("needs real GPUs: the sim simulates nodes and pods, not devices")
+    if gpu_env.target == "local":
+        return _local_inventory(gpu_env)
+    nodes = request.getfixturevalue("gpu_nodes")
+    if not nodes:
+        not_applicable("no GPU nodes")
+    return _pod_inventories(gpu_env, nodes)
+
+
+def _verdicts(inventories: dict[str, dict], req_id: str) -> list[tuple[str, dict]]:
+    found = []
+    for node, doc in inventories.items():
+        for v in doc.get("verdicts", []):
+            if v["id"] == req_id:
+                found.append((node, v))
+    return found
+
+
+def _judge(inventories, req_id: str, evidence, request=None) -> None:
+    found = _verdicts(inventories, req_id)
+    evidence.append(ev.Evidence("nvml-inventory.json", json.dumps(
+        {n: d.get("inventory") for n, d in inventories.items()}, indent=1)[:100_000]))
+    assert found, f"the inventory gave no verdict for {req_id}"
+    failed = [f"{node}: {v['message']}" for node, v in found if v["verdict"] == "fail"]
+    assert not failed, "; ".join(failed[:5])
+    if all(v["verdict"] == "not-applicable" for _n, v in found):
+        not_applicable("; ".join(v["message"] for _n, v in found[:3]))
+    if request is not None:  # what was seen, for the report
+        finding(request, "; ".join(f"{node}: {v['message']}" for node, v in found[:3]))
+
+
+@pytest.mark.parametrize("req_id", [pytest.param(r, id=r, marks=pytest.mark.requirement(r))
+                                    for r in NODE_CHECKS])
+def test_nvml_inventory(req_id, inventories, evidence, request):
+    _judge(inventories, req_id, evidence, request)
+
+
+@pytest.mark.requirement("STACK-DRV-003")
+def test_nvml_driver_version_matches_labels(inventories, gpu_env, evidence, request):
+    """NVML's driver (what containers load) against --expected-driver-version and GFD's label."""
+    _judge(inventories, "STACK-NODE-002", evidence, request)
+    nodes = request.getfixturevalue("gpu_nodes") if gpu_env.cluster is not None else []
+    labels = {n.name: n.label("nvidia.com/cuda.driver-version.full") for n in nodes}
+    mismatched = []
+    for node, doc in inventories.items():
+        nvml = (doc.get("inventory") or {}).get("driver_version")
+        if node in labels and nvml and labels[node] and nvml != labels[node]:
+            mismatched.append(f"{node}: NVML in a pod loads {nvml}, GFD labels say "
+                              f"{labels[node]}")
+    assert not mismatched, ("host-installed driver vs containerized driver: "
+                            + "; ".join(mismatched[:5]))

@@ -1,0 +1,58 @@
+"""Stack / operator: the GPU Operator runs and its ClusterPolicy is ready.
+
+Checklist (gpu-operator tests/scripts/verify-operator.sh, tests/e2e/suites/clusterpolicy_test.go):
+- STACK-OP-001 the operator Deployment is available
+- STACK-OP-002 the ClusterPolicy exists and status.state is ready (the not-ready states listed)
+- STACK-OP-003 the Helm release is deployed, when this run installed it
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.cluster import evidence as ev
+from conformance.nvidia import clusterpolicy
+from conformance.nvidia import labels as L
+from conformance.plugin.api import not_applicable
+
+
+@pytest.mark.requirement("STACK-OP-001")
+def test_operator_deployment_available(cluster, gpu_env, evidence):
+    ns = gpu_env.options.operator_namespace
+    deployments = cluster.apps.list_namespaced_deployment(
+        ns, label_selector=L.OPERATOR_SELECTOR).items
+    assert deployments, (f"no GPU Operator Deployment ({L.OPERATOR_SELECTOR}) in namespace {ns}: "
+                         "the operator is not installed there (see --operator-namespace)")
+    dep = deployments[0]
+    evidence.append(ev.Evidence("operator-deployment.yaml", ev.to_yaml(dep)))
+    evidence.append(ev.Evidence("operator-events.txt", ev.events_text(cluster, ns)))
+    available = {c.type: c.status for c in (dep.status.conditions or [])}.get("Available")
+    ready = dep.status.ready_replicas or 0
+    assert available == "True" and ready >= 1, (
+        f"Deployment {ns}/{dep.metadata.name} is not available "
+        f"({ready}/{dep.spec.replicas} replicas ready, Available={available})")
+
+
+@pytest.mark.requirement("STACK-OP-002")
+def test_cluster_policy_ready(cluster_policy, evidence):
+    assert cluster_policy is not None, (
+        "no ClusterPolicy (nvidia.com/v1): the operator was installed without one, or its CRD "
+        "is missing")
+    evidence.append(ev.Evidence("clusterpolicy.yaml", ev.to_yaml(dict(cluster_policy.doc))))
+    not_ready = cluster_policy.not_ready_conditions()
+    assert cluster_policy.state == clusterpolicy.READY, (
+        f"ClusterPolicy {cluster_policy.name} status.state is {cluster_policy.state!r}, not "
+        f"'ready'" + (f"; not ready: {'; '.join(not_ready)}" if not_ready else ""))
+
+
+@pytest.mark.requirement("STACK-OP-003")
+def test_helm_release_deployed(cluster, gpu_env):
+    release = gpu_env.options.helm_release
+    if not release:
+        not_applicable("the operator was not installed by this run (--install-operator)")
+    ns = gpu_env.options.operator_namespace
+    secrets = cluster.core.list_namespaced_secret(
+        ns, label_selector=f"owner=helm,name={release}").items
+    assert secrets, f"no Helm release record for {release} in {ns}"
+    statuses = {s.metadata.labels.get("status") for s in secrets}
+    assert "deployed" in statuses, f"Helm release {release} is {sorted(statuses)}, not deployed"
