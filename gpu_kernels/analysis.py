@@ -214,6 +214,112 @@ def fault_finding(mode: str, victim: Mapping[str, Any] | None, victim_error: str
             "sharing": mode, "finding": finding, "isolated": isolated, "details": details}
 
 
+# --- tail latency of a client beside sharers ------------------------------------------------
+
+LATENCY_POINTS = (50.0, 90.0, 99.0, 99.9)
+MIN_FOR_P999 = 1000  # requests below which the p99.9 is one of the last few samples
+
+
+def latency_point(*, mode: str, sharers: int, client: Mapping[str, Any], start: float,
+                  end: float, sharer_figures: Sequence[Mapping[str, Any]] = ()
+                  ) -> dict[str, Any]:
+    """The client's requests submitted inside [start, end]: percentiles (us) and a CDF."""
+    lat_us = [lat * 1000.0 for t, lat in zip(client.get("times") or [],
+                                             client.get("latencies_ms") or [], strict=False)
+              if start <= t <= end]
+    summary = {k: round(v, 1) if isinstance(v, float) else v
+               for k, v in stats.latency_summary(lat_us, LATENCY_POINTS).items()}
+    rates = [f["rate"] for f in sharer_figures]
+    return {
+        "mode": mode,
+        "sharers": sharers,
+        "n": summary["n"],
+        "latency_us": summary,
+        "p999_reliable": summary["n"] >= MIN_FOR_P999,
+        "cdf": stats.cdf_points(lat_us),
+        "client_correct": bool((client.get("correctness") or {}).get("ok")),
+        "client_error": client.get("error"),
+        "sharer_kernel": sharer_figures[0]["kernel"] if sharer_figures else None,
+        "sharer_unit": sharer_figures[0]["unit"] if sharer_figures else None,
+        "sharer_rates": rates,
+        "sharer_aggregate": sum(rates) if rates else None,
+        "sharers_correct": all(f["correct"] and not f["error"] for f in sharer_figures),
+    }
+
+
+def _ratio_or_none(a: Any, b: Any) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def with_slowdowns(point: dict[str, Any], solo: Mapping[str, Any]) -> dict[str, Any]:
+    """``point`` with its percentiles over the solo run's, and for time-slicing the slice
+    length one sharer adds to the p99: (p99 - solo p50) / sharers, in ms."""
+    lat, base = point.get("latency_us") or {}, solo.get("latency_us") or {}
+    point["slowdown"] = {k: _ratio_or_none(lat.get(k), base.get(k))
+                         for k in ("p50", "p99", "p999")}
+    extra = (None if lat.get("p99") is None or base.get("p50") is None or not point["sharers"]
+             else (lat["p99"] - base["p50"]) / 1000.0)
+    point["p99_added_ms"] = extra
+    point["implied_quantum_ms"] = (extra / point["sharers"]
+                                   if extra is not None and point["mode"] == "time-slicing"
+                                   else None)
+    return point
+
+
+def implied_quantum(points: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The time slice the time-slicing points imply: the slope of their p99 over the number
+    of sharers. A request waits for up to N sharers' slices; whether it arrives at a random
+    phase of the rotation (p99 ~ 0.99 N q + service) or, after a fixed think time, at the same
+    phase each time (every request waits N q - think + service), the p99 grows by about one
+    slice q per sharer; the intercept absorbs the think time and the service time. With one
+    point only: (p99 - solo p50) / N."""
+    ts = [p for p in points if p["mode"] == "time-slicing" and p.get("p99_added_ms") is not None]
+    xs = [p["sharers"] for p in ts]
+    fit = stats.linear_fit(xs, [p["latency_us"]["p99"] / 1000.0 for p in ts])
+    if fit is None:
+        slope = ts[0]["implied_quantum_ms"] if ts else None
+        intercept = None
+        method = "(p99 - solo p50) / N of the one time-slicing point"
+    else:
+        slope, intercept = fit
+        method = "least-squares slope of the p99 against the number of time-sliced sharers"
+    return {"ms": slope, "intercept_ms": intercept, "from_sharers": xs,
+            "per_point_ms": [p["implied_quantum_ms"] for p in ts], "method": method}
+
+
+def _ms(us: float | None) -> str:
+    return "n/a" if us is None else f"{us / 1000.0:.2f}"
+
+
+def _times(x: float | None) -> str:
+    return "n/a" if x is None else f"x{x:.1f}"
+
+
+def latency_finding(client: str, stress: str, solo: Mapping[str, Any],
+                    points: Sequence[Mapping[str, Any]], quantum: Mapping[str, Any]) -> str:
+    """One paragraph: the client's latency alone, beside each set of sharers, the slice."""
+    base = solo.get("latency_us") or {}
+    parts = [f"A batch-1 inference client ({client}) took p50/p99/p99.9 "
+             f"{_ms(base.get('p50'))}/{_ms(base.get('p99'))}/{_ms(base.get('p999'))} ms alone."]
+    for mode in ("time-slicing", "mps"):
+        group = [p for p in points if p["mode"] == mode and p.get("n")]
+        if not group:
+            continue
+        rows = "; ".join(
+            f"N={p['sharers']} {_ms(p['latency_us']['p50'])}/{_ms(p['latency_us']['p99'])}/"
+            f"{_ms(p['latency_us']['p999'])} ms (p99 {_times(p['slowdown']['p99'])})"
+            for p in group)
+        parts.append(f"Beside N sharers running {stress} under {mode}, p50/p99/p99.9: {rows}.")
+    if quantum.get("ms") is not None:
+        parts.append(f"Under time-slicing the p99 grows by about {quantum['ms']:.2f} ms per "
+                     f"sharer: a time slice of about {quantum['ms']:.1f} ms.")
+    failed = [p for p in points if not p.get("n")]
+    if failed:
+        parts.append("No requests measured for: " + ", ".join(
+            f"{p['mode']} N={p['sharers']}" for p in failed) + ".")
+    return " ".join(parts)
+
+
 def _outcome(attempt: Mapping[str, Any] | None) -> str:
     if attempt is None:
         return "not tried"

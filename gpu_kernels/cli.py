@@ -17,7 +17,8 @@ from typing import Any, NoReturn
 from gpu_kernels import kernels, result
 from gpu_kernels.kernels.base import Param
 
-KINDS = ("membw", "fp32", "gemm", "memhog", "fault", "inventory", "interference", "isolation")
+KINDS = (*kernels.STRESS_KINDS, "memhog", "fault", "inventory", "interference", "isolation",
+         "latency", "burn")
 
 
 class UsageError(Exception):
@@ -52,15 +53,20 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _int_list(text: str) -> list[int]:
+def _int_list(text: str, minimum: int = 1) -> list[int]:
     try:
         values = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") \
             from None
-    if not values or any(v < 1 for v in values):
-        raise argparse.ArgumentTypeError(f"copies must be integers >= 1: {text!r}")
+    if not values or any(v < minimum for v in values):
+        raise argparse.ArgumentTypeError(f"need integers >= {minimum}: {text!r}")
     return values
+
+
+def _devices(text: str) -> list[int] | None:
+    """"all" (None: every GPU CUDA sees) or CUDA device indices."""
+    return None if text.strip() == "all" else _int_list(text, minimum=0)
 
 
 def _kind_list(text: str) -> list[str]:
@@ -72,12 +78,15 @@ def _kind_list(text: str) -> list[str]:
     return values
 
 
-def _add_params(p: argparse.ArgumentParser, params: Sequence[Param], prefix: str = "") -> None:
+def _add_params(p: argparse.ArgumentParser, params: Sequence[Param], prefix: str = "",
+                defaults: dict[str, Any] | None = None) -> None:
+    """One option per workload parameter; ``defaults`` overrides the parameters' own."""
     for param in params:
         flag = "--" + (prefix + param.name).replace("_", "-")
+        default = (defaults or {}).get(param.name, param.default)
         p.add_argument(flag, dest=prefix.replace("-", "_") + param.name, type=param.type,
-                       default=param.default, choices=param.choices,
-                       help=f"{param.help} (default {param.default})")
+                       default=default, choices=param.choices,
+                       help=f"{param.help} (default {default})".replace("%", "%%"))
 
 
 def _params_of(args: argparse.Namespace, kind: str, prefix: str = "") -> dict[str, Any]:
@@ -85,9 +94,10 @@ def _params_of(args: argparse.Namespace, kind: str, prefix: str = "") -> dict[st
             for p in kernels.params(kind)}
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def _common(p: argparse.ArgumentParser, device: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print the result as one JSON line")
-    p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
+    if device:
+        p.add_argument("--device", type=int, default=0, help="CUDA device index (default 0)")
 
 
 def _trials(p: argparse.ArgumentParser, seconds: float, trials: int) -> None:
@@ -147,6 +157,46 @@ def build_parser() -> Parser:
     for kind in kernels.STRESS_KINDS:
         _add_params(p, kernels.params(kind), prefix=f"{kind}-")
 
+    p = sub.add_parser("latency", help="tail latency of an inference-like client beside "
+                                       "time-sliced and MPS sharers")
+    _common(p)
+    p.add_argument("--seconds", type=_positive(float), default=8.0,
+                   help="measured seconds per point (default 8.0)")
+    p.add_argument("--sharers", type=_int_list, default=[1, 2, 4, 8],
+                   help="time-sliced sharer counts (default 1,2,4,8; solo is always measured)")
+    p.add_argument("--mps-sharers", type=_int_list, default=[],
+                   help="sharer counts under a private MPS daemon (default none)")
+    p.add_argument("--stress", choices=kernels.STRESS_KINDS, default="gemm",
+                   help="what the sharers run (default gemm)")
+    p.add_argument("--think-ms", type=float, default=1.0,
+                   help="client's idle time before each request (default 1.0)")
+    _add_params(p, kernels.params("infer"), prefix="infer-")
+    for kind in kernels.STRESS_KINDS:
+        _add_params(p, kernels.params(kind), prefix=f"{kind}-")
+
+    p = sub.add_parser("burn", help="burn-in: every GPU at its power limit, every iteration "
+                                    "verified, NVML health before and after")
+    _common(p, device=False)
+    p.add_argument("--seconds", type=_positive(float), default=60.0,
+                   help="burn time after the references (default 60)")
+    p.add_argument("--devices", type=_devices, default=None,
+                   help="'all' or comma-separated CUDA indices (default all)")
+    p.add_argument("--membw-launches", type=_positive(int), default=1,
+                   help="triad launches per iteration (default 1)")
+    p.add_argument("--sample-period", type=_positive(float), default=0.5,
+                   help="seconds between NVML samples (default 0.5)")
+    p.add_argument("--min-power-fraction", type=float, default=0.95,
+                   help="median power / enforced limit a GPU must reach (default 0.95; "
+                        "0 judges no power)")
+    p.add_argument("--inject-corruption", action="store_true",
+                   help="flip one bit of each output in one iteration on the first GPU: the "
+                        "run must fail with it found")
+    from gpu_kernels.burn import BurnConfig
+
+    for kind in ("gemm", "membw"):
+        _add_params(p, kernels.params(kind), prefix=f"{kind}-",
+                    defaults=getattr(BurnConfig(), kind))
+
     p = sub.add_parser("isolation", help="memory or fault isolation between two copies")
     _common(p)
     p.add_argument("--mode", choices=("memory", "fault"), required=True)
@@ -170,6 +220,10 @@ def _validate(args: argparse.Namespace) -> None:
         raise UsageError("--rest-seconds must be >= 0")
     if args.kind == "interference" and not args.kernel and not args.mix:
         raise UsageError("interference needs --kernel K or --mix K1,K2")
+    if getattr(args, "think_ms", 0.0) < 0:
+        raise UsageError("--think-ms must be >= 0")
+    if not 0 <= getattr(args, "min_power_fraction", 0.0) <= 1:
+        raise UsageError("--min-power-fraction must be between 0 and 1")
 
 
 def _run(args: argparse.Namespace) -> dict[str, Any]:
@@ -213,6 +267,25 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             window=interference.Window(seconds=args.seconds, trials=args.trials),
             limits=Thresholds(args.max_overhead, args.min_jain, args.max_cv),
             device=args.device, use_mps=args.mps)
+    if kind == "latency":
+        from gpu_kernels import interference, latency
+
+        return latency.run(
+            client_options=_params_of(args, "infer", "infer-"), think_ms=args.think_ms,
+            stress_kind=args.stress,
+            stress_options=_params_of(args, args.stress, f"{args.stress}-"),
+            sharers=args.sharers, mps_sharers=args.mps_sharers,
+            window=interference.Window(seconds=args.seconds), device=args.device)
+    if kind == "burn":
+        from gpu_kernels import burn
+
+        return burn.run(seconds=args.seconds, devices=args.devices, inject=args.inject_corruption,
+                        config=burn.BurnConfig(
+                            gemm=_params_of(args, "gemm", "gemm-"),
+                            membw=_params_of(args, "membw", "membw-"),
+                            membw_launches=args.membw_launches,
+                            sample_period=args.sample_period,
+                            min_power_fraction=args.min_power_fraction))
     from gpu_kernels import isolation
 
     return isolation.run(mode_name=args.mode, device=args.device, use_mps=args.mps,
@@ -249,9 +322,22 @@ def summary_line(res: dict[str, Any]) -> str:
             f"{p['kernel']} N={p['copies']} {p['mode']}: aggregate/solo "
             f"{p.get('aggregate_vs_solo') or 0:.3f} Jain {p.get('jain') or 0:.3f} {p['verdict']}"
             for p in res["points"])
-    if kind == "isolation":
+    if kind in ("isolation", "latency"):
         return res["finding"]
+    if kind == "burn":
+        return "\n".join([f"burn {res['seconds']:g} s on {len(res['gpus'])} GPU(s): "
+                          f"{res['verdict']}", *(_burn_line(g) for g in res["gpus"])])
     return " ".join(f"{k}={v}" for k, v in res.items() if not isinstance(v, dict | list))
+
+
+def _burn_line(g: dict[str, Any]) -> str:
+    power, errors = g["power"], g["errors"]
+    watts = "n/a" if power["median_w"] is None else (
+        f"{power['median_w']:.0f} W ({100 * (power['fraction_of_limit'] or 0):.1f} % of "
+        f"{power['limit_w'] or 0:.0f} W)")
+    return (f"  GPU {g['index']} {g['uuid']}: {g['verdict']}, {g['iterations']} iterations, "
+            f"{errors.get('iterations', 0)} miscompared, median power {watts}, XID "
+            f"{g['xid'].get('count')}; " + "; ".join(g["reasons"]))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

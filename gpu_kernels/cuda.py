@@ -14,19 +14,31 @@ class CupyUnavailable(RuntimeError):
     """CuPy is not installed, or it finds no CUDA device."""
 
 
-def load(device: int = 0) -> Any:
-    """The cupy module with ``device`` made current; raises CupyUnavailable."""
+def _cupy() -> Any:
     try:
         import cupy
     except ImportError as exc:
         raise CupyUnavailable("CuPy is not installed (pip install cupy-cuda12x or "
                               "cupy-cuda13x)") from exc
+    return cupy
+
+
+def device_count() -> int:
+    """How many CUDA devices this process sees (creates no context); raises CupyUnavailable."""
     try:
-        count = cupy.cuda.runtime.getDeviceCount()
+        return int(_cupy().cuda.runtime.getDeviceCount())
+    except CupyUnavailable:
+        raise
     except Exception as exc:
         raise CupyUnavailable(f"CUDA found no usable device: {exc}") from exc
+
+
+def load(device: int = 0) -> Any:
+    """The cupy module with ``device`` made current; raises CupyUnavailable."""
+    count = device_count()
     if device >= count:
         raise CupyUnavailable(f"device {device} requested, CUDA sees {count}")
+    cupy = _cupy()
     cupy.cuda.Device(device).use()
     return cupy
 
@@ -88,7 +100,7 @@ def _nvml_identity(pci_bus_id: str, uuid: str | None, index: int) -> dict[str, A
         return {"nvml": False, "nvml_error": str(exc)}
 
 
-def compile_kernel(cp: Any, source: str, name: str, defines: dict[str, int]) -> Any:
+def compile_kernel(cp: Any, source: str, name: str, defines: dict[str, int | str]) -> Any:
     """A RawKernel built for the current device, with -D defines; compiled now, not lazily."""
     options = ("-std=c++17", *(f"-D{k}={v}" for k, v in defines.items()))
     kernel = cp.RawKernel(source, name, options=options)

@@ -37,9 +37,20 @@ def stress_spec(kind: str, options: Mapping[str, Any] | None, device: int) -> di
     return {"role": "stress", "kind": kind, "options": dict(options or {}), "device": device}
 
 
-def measure(specs: Sequence[Mapping[str, Any]], window: Window,
-            env: Mapping[str, str] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Run the copies together once; each copy's figures, and what the parent saw."""
+@dataclass
+class Run:
+    """What one run of copies together produced: their messages and the measured window."""
+
+    readies: list[dict[str, Any]]
+    results: list[dict[str, Any]]
+    t0: float
+    t1: float
+    seen: dict[str, Any]
+
+
+def gather(specs: Sequence[Mapping[str, Any]], window: Window,
+           env: Mapping[str, str] | None) -> Run:
+    """Start the copies, let them prepare, start them together, collect what they logged."""
     workers = [Worker(spec, env) for spec in specs]
     try:
         readies = [w.expect("ready", READY_TIMEOUT_S) for w in workers]
@@ -54,14 +65,21 @@ def measure(specs: Sequence[Mapping[str, Any]], window: Window,
                 w.send("go", t_go=t_go, t_stop=t_stop)
             results = [w.expect("result", window.lead + window.ramp + window.seconds
                                 + window.tail + 120.0) for w in workers]
-        per_copy = [analysis.copy_figures(r, t0, t1, window.trials) for r in results]
         trial_windows = stats.split_windows(t0, t1, window.trials)
         seen = {"identity": ident, "configs": [r["config"] for r in readies],
                 "nvml": [sampler.summary(a, b) for a, b in trial_windows],
                 "window_s": window.seconds, "trials": window.trials}
-        return per_copy, seen
+        return Run(readies, results, t0, t1, seen)
     finally:
         close_all(workers)
+
+
+def measure(specs: Sequence[Mapping[str, Any]], window: Window,
+            env: Mapping[str, str] | None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Run the copies together once; each copy's figures, and what the parent saw."""
+    run = gather(specs, window, env)
+    return [analysis.copy_figures(r, run.t0, run.t1, window.trials) for r in run.results], \
+        run.seen
 
 
 def _failed_point(experiment: str, kernel: str, mode: str, copies: int,

@@ -15,27 +15,6 @@ def _cuda_version(raw: int | None) -> str | None:
     return f"{raw // 1000}.{(raw % 1000) // 10}"
 
 
-def _ecc(pynvml: Any, handle: Any) -> dict[str, Any]:
-    modes = query(pynvml.nvmlDeviceGetEccMode, handle)
-    if modes is None:
-        return {"supported": False, "current": None, "pending": None}
-
-    def count(kind: int, counter: int) -> int | None:
-        return query(pynvml.nvmlDeviceGetTotalEccErrors, handle, kind, counter)
-
-    unc, cor = pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED
-    vol, agg = pynvml.NVML_VOLATILE_ECC, pynvml.NVML_AGGREGATE_ECC
-    return {
-        "supported": True,
-        "current": ENABLED.get(modes[0], str(modes[0])),
-        "pending": ENABLED.get(modes[1], str(modes[1])),
-        "volatile_uncorrected": count(unc, vol),
-        "volatile_corrected": count(cor, vol),
-        "aggregate_uncorrected": count(unc, agg),
-        "aggregate_corrected": count(cor, agg),
-    }
-
-
 def _mig(pynvml: Any, handle: Any) -> dict[str, Any]:
     modes = query(pynvml.nvmlDeviceGetMigMode, handle)
     if modes is None:
@@ -91,7 +70,7 @@ def _gpu(pynvml: Any, index: int, driver: str | None, cuda: str | None) -> dict[
         "compute_capability": None if cc is None else f"{cc[0]}.{cc[1]}",
         "compute_mode": None if mode is None else nvml.COMPUTE_MODES.get(mode, str(mode)),
         "persistence_mode": None if persistence is None else ENABLED.get(persistence),
-        "ecc": _ecc(pynvml, handle),
+        "ecc": nvml.ecc(pynvml, handle),
         "mig": _mig(pynvml, handle),
         "clocks_event_reasons": {"mask": mask, "names": nvml.decode_reasons(mask)},
         "clocks_mhz": {

@@ -68,11 +68,16 @@ def _tail(path: Path, lines: int = 6) -> list[str]:
         return []
 
 
+def require() -> None:
+    """Raise MpsUnavailable now when the control program is missing (before measuring)."""
+    if shutil.which(CONTROL) is None:
+        raise MpsUnavailable(f"{CONTROL} not found on PATH")
+
+
 @contextmanager
 def daemon() -> Iterator[MpsSession]:
     """Start ``nvidia-cuda-mps-control -d``; on exit send ``quit`` and wait until it is gone."""
-    if shutil.which(CONTROL) is None:
-        raise MpsUnavailable(f"{CONTROL} not found on PATH")
+    require()
     root = Path(tempfile.mkdtemp(prefix="gpu-kernels-mps-"))
     pipe_dir, log_dir = root / "pipe", root / "log"
     pipe_dir.mkdir()

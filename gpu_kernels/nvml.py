@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Self
 
 # Clocks-event ("throttle") reason bits of nvml.h, with the names NVML gives them.
 CLOCK_EVENT_REASONS: dict[int, str] = {
@@ -151,7 +151,64 @@ def summarize_samples(samples: Sequence[Mapping[str, Any]], start: float,
     }
 
 
-class Sampler:
+class _Watcher:
+    """A thread with its own NVML session and the handle of one GPU, run while a block runs.
+
+    Without NVML (or a handle) it does nothing, and ``error`` says why."""
+
+    def __init__(self, pci_bus_id: str | None = None, uuid: str | None = None,
+                 index: int = 0) -> None:
+        self.error: str | None = None
+        self._where = (pci_bus_id, uuid, index)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._session: Any = None
+
+    def __enter__(self) -> Self:
+        try:
+            self._session = session()
+            pynvml = self._session.__enter__()
+            handle = handle_for(pynvml, *self._where)
+            self._setup(pynvml, handle)
+        except Exception as exc:
+            self.error = str(exc) or type(exc).__name__
+            self._close_session()
+            return self
+        self._thread = threading.Thread(target=self._loop, args=(pynvml, handle), daemon=True)
+        self._thread.start()
+        return self
+
+    def _setup(self, pynvml: Any, handle: Any) -> None:
+        """Before the thread starts; an exception disables the watcher."""
+
+    def _step(self, pynvml: Any, handle: Any) -> None:
+        raise NotImplementedError
+
+    def _teardown(self, pynvml: Any) -> None:
+        """After the thread stopped."""
+
+    def _loop(self, pynvml: Any, handle: Any) -> None:
+        while not self._stop.is_set():
+            try:
+                self._step(pynvml, handle)
+            except Exception as exc:  # an NVML error that is not a timeout ends the watch
+                self.error = f"{type(exc).__name__}: {exc}"
+                return
+
+    def _close_session(self) -> None:
+        if self._session is not None:
+            self._session.__exit__(None, None, None)
+            self._session = None
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._teardown(load())
+        self._close_session()
+
+
+class Sampler(_Watcher):
     """Samples one GPU every ``period`` seconds on a thread, while a measurement runs.
 
     With no NVML (or no handle) it samples nothing and every summary says ``{"n": 0}``.
@@ -159,40 +216,96 @@ class Sampler:
 
     def __init__(self, pci_bus_id: str | None = None, uuid: str | None = None,
                  index: int = 0, period: float = 0.1) -> None:
+        super().__init__(pci_bus_id, uuid, index)
         self.period = period
         self.samples: list[dict[str, Any]] = []
-        self.error: str | None = None
-        self._where = (pci_bus_id, uuid, index)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> Sampler:
-        try:
-            self._session = session()
-            pynvml = self._session.__enter__()
-            handle = handle_for(pynvml, *self._where)
-        except Exception as exc:
-            self.error = str(exc)
-            self._session = None
-            return self
-        self._thread = threading.Thread(target=self._run, args=(pynvml, handle), daemon=True)
-        self._thread.start()
-        return self
-
-    def _run(self, pynvml: Any, handle: Any) -> None:
-        while not self._stop.is_set():
-            self.samples.append(sample(pynvml, handle))
-            self._stop.wait(self.period)
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-        if self._session is not None:
-            self._session.__exit__(None, None, None)
+    def _step(self, pynvml: Any, handle: Any) -> None:
+        self.samples.append(sample(pynvml, handle))
+        self._stop.wait(self.period)
 
     def summary(self, start: float, end: float) -> dict[str, Any]:
         return summarize_samples(list(self.samples), start, end)
+
+
+class XidWatcher(_Watcher):
+    """Collects the XID events NVML reports for one GPU (nvmlEventTypeXidCriticalError).
+
+    ``events`` holds {"xid", "t"} (host monotonic time); ``error`` says why none could be
+    watched (event registration is not supported on every platform)."""
+
+    POLL_MS = 500
+
+    def __init__(self, pci_bus_id: str | None = None, uuid: str | None = None,
+                 index: int = 0) -> None:
+        super().__init__(pci_bus_id, uuid, index)
+        self.events: list[dict[str, Any]] = []
+        self._set: Any = None
+
+    def _setup(self, pynvml: Any, handle: Any) -> None:
+        events = pynvml.nvmlEventSetCreate()
+        try:
+            pynvml.nvmlDeviceRegisterEvents(handle, pynvml.nvmlEventTypeXidCriticalError, events)
+        except Exception:
+            query(pynvml.nvmlEventSetFree, events)
+            raise
+        self._set = events
+
+    def _step(self, pynvml: Any, handle: Any) -> None:
+        wait = getattr(pynvml, "nvmlEventSetWait_v2", None) or pynvml.nvmlEventSetWait
+        try:
+            data = wait(self._set, self.POLL_MS)
+        except pynvml.NVMLError_Timeout:
+            return
+        self.events.append({"xid": int(data.eventData), "t": time.monotonic()})
+
+    def _teardown(self, pynvml: Any) -> None:
+        if self._set is not None:
+            query(pynvml.nvmlEventSetFree, self._set)
+
+    def report(self, start: float | None = None) -> dict[str, Any]:
+        """{"supported", "count", "events": [{"xid", "t_s"}], "error"}; t_s from ``start``."""
+        t0 = start if start is not None else 0.0
+        events = [{"xid": e["xid"], "t_s": round(e["t"] - t0, 3)} for e in self.events]
+        return {"supported": self._set is not None, "count": len(events), "events": events,
+                "error": self.error}
+
+
+def ecc(pynvml: Any, handle: Any) -> dict[str, Any]:
+    """ECC mode and the volatile and aggregate corrected/uncorrected error counts."""
+    modes = query(pynvml.nvmlDeviceGetEccMode, handle)
+    if modes is None:
+        return {"supported": False, "current": None, "pending": None}
+
+    def count(kind: int, counter: int) -> int | None:
+        return query(pynvml.nvmlDeviceGetTotalEccErrors, handle, kind, counter)
+
+    unc, cor = pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED
+    vol, agg = pynvml.NVML_VOLATILE_ECC, pynvml.NVML_AGGREGATE_ECC
+    return {
+        "supported": True,
+        "current": ENABLED.get(modes[0], str(modes[0])),
+        "pending": ENABLED.get(modes[1], str(modes[1])),
+        "volatile_uncorrected": count(unc, vol),
+        "volatile_corrected": count(cor, vol),
+        "aggregate_uncorrected": count(unc, agg),
+        "aggregate_corrected": count(cor, agg),
+    }
+
+
+def health(pci_bus_id: str | None = None, uuid: str | None = None,
+           index: int = 0) -> dict[str, Any]:
+    """The counters a stress run compares before and after: ECC errors and remapped rows."""
+    try:
+        with session() as pynvml:
+            handle = handle_for(pynvml, pci_bus_id, uuid, index)
+            rows = query(pynvml.nvmlDeviceGetRemappedRows, handle)
+            return {"nvml": True, "ecc": ecc(pynvml, handle), "remapped_rows": None
+                    if rows is None else {"correctable": int(rows[0]),
+                                          "uncorrectable": int(rows[1]),
+                                          "pending": bool(rows[2]), "failure": bool(rows[3])}}
+    except Exception as exc:  # no pynvml, no libnvidia-ml, no handle
+        return {"nvml": False, "error": str(exc)}
 
 
 def mig_mode(index: int = 0) -> dict[str, Any] | None:

@@ -13,9 +13,17 @@ from gpu_kernels import stats
 SCHEMA = "gpu_kernels.result"
 SCHEMA_VERSION = 1
 
-# Minimum medians per device family (design card: "Kernels on an H200").
+# Minimum medians per device family, by the workload's bar key (its kind, or "gemm-fp64").
+# membw, fp32 and gemm are the design card's ("Kernels on an H200"); the FP64 floors are 0.9
+# of the FP64-lane peak (as fp32's 60 of 67) and 0.75 of the FP64 tensor-core peak (DGEMM
+# is power-capped like the 16-bit GEMMs, which reach 0.65-0.7 of theirs sustained).
 DEFAULT_BARS: dict[str, dict[str, float]] = {
-    "H200": {"membw": 4.0, "fp32": 60.0, "gemm": 700.0},
+    "H200": {"membw": 4.0, "fp32": 60.0, "gemm": 700.0, "fp64": 30.0, "gemm-fp64": 50.0},
+}
+# Datasheet peaks (H200 SXM, perf.md section 1; gemm: dense fp16/bf16 tensor; gemm-fp64:
+# FP64 tensor core; fp64: FP64 lanes): every timed result reports its median's ratio to it.
+PEAKS: dict[str, dict[str, float]] = {
+    "H200": {"membw": 4.8, "fp32": 67.0, "gemm": 989.0, "fp64": 34.0, "gemm-fp64": 67.0},
 }
 DEFAULT_MAX_CV = 0.02  # perf.md §5: flag solo microbenchmarks above about 2 %
 
@@ -25,18 +33,35 @@ EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3  # no CuPy, no GPU or no NVML: the check could not run
 
 
-def resolve_bar(kind: str, unit: str, device_name: str | None, override: float | None = None,
+def _family_value(table: Mapping[str, Mapping[str, float]], key: str,
+                  device_name: str | None) -> tuple[str, float] | None:
+    for family, values in table.items():
+        if device_name and family in device_name and key in values:
+            return family, values[key]
+    return None
+
+
+def resolve_bar(key: str, unit: str, device_name: str | None, override: float | None = None,
                 disabled: bool = False) -> dict[str, Any] | None:
-    """The bar a median must reach: --bar, else the device family's default, else none."""
+    """The bar a median must reach: --bar, else the device family's default, else none.
+
+    ``key`` is the workload's bar key: its kind, or "gemm-fp64" for DGEMM."""
     if disabled:
         return None
     if override is not None:
         return {"value": float(override), "op": ">=", "unit": unit, "source": "--bar"}
-    for family, bars in DEFAULT_BARS.items():
-        if device_name and family in device_name and kind in bars:
-            return {"value": bars[kind], "op": ">=", "unit": unit,
-                    "source": f"default for {family}"}
-    return None
+    found = _family_value(DEFAULT_BARS, key, device_name)
+    if found is None:
+        return None
+    return {"value": found[1], "op": ">=", "unit": unit, "source": f"default for {found[0]}"}
+
+
+def resolve_peak(key: str, unit: str, device_name: str | None) -> dict[str, Any] | None:
+    """The datasheet peak of the device family for ``key``, or None."""
+    found = _family_value(PEAKS, key, device_name)
+    if found is None:
+        return None
+    return {"value": found[1], "unit": unit, "source": f"{found[0]} datasheet"}
 
 
 def bar_met(bar: Mapping[str, Any] | None, median: float | None) -> bool | None:
@@ -68,9 +93,11 @@ def kernel_result(
     samples: Sequence[Mapping[str, Any]] = (),
     bar: Mapping[str, Any] | None = None,
     max_cv: float = DEFAULT_MAX_CV,
+    peak: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """One timed kernel's result: per-trial figures, their statistics, check, bar, device."""
     summary = stats.summarize(trial_rates)
+    median = summary["median"]
     met = bar_met(bar, summary["median"])
     correct = bool(correctness.get("ok"))
     ok = correct and met is not False
@@ -92,6 +119,9 @@ def kernel_result(
                       "ok": summary["cv"] is not None and summary["cv"] <= max_cv},
         "bar": dict(bar) if bar is not None else None,
         "met": met,
+        "peak": dict(peak) if peak is not None else None,
+        "peak_ratio": (median / float(peak["value"])
+                       if peak is not None and median is not None else None),
         "device": dict(device),
         "samples": [dict(s) for s in samples],
         "ok": ok,

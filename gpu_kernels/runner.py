@@ -31,5 +31,6 @@ def run(kind: str, options: Mapping[str, Any], *, seconds: float, trials: int,
         config={**w.config, "regime": "burst" if rest_seconds > 0 else "sustained",
                 "rest_seconds": rest_seconds}, warmup=warm,
         samples=[sampler.summary(t.host_start, t.host_end) for t in done],
-        bar=result.resolve_bar(kind, w.unit, ident["name"], bar, no_bar), max_cv=max_cv,
+        bar=result.resolve_bar(w.judged_as, w.unit, ident["name"], bar, no_bar), max_cv=max_cv,
+        peak=result.resolve_peak(w.judged_as, w.unit, ident["name"]),
     )

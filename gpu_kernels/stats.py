@@ -75,19 +75,50 @@ def summarize(values: Sequence[float]) -> dict[str, float | int | None]:
     }
 
 
-def latency_summary(latencies_ms: Sequence[float]) -> dict[str, float | int | None]:
-    data = _finite(latencies_ms)
+def percentile_key(q: float) -> str:
+    """50 -> "p50", 99.9 -> "p999": the key a percentile is reported under."""
+    return "p" + f"{q:g}".replace(".", "")
+
+
+def latency_summary(latencies: Sequence[float], points: Sequence[float] = (50.0, 90.0, 99.0)
+                    ) -> dict[str, float | int | None]:
+    """n, the percentiles ``points`` (keys as :func:`percentile_key`), min, max and mean."""
+    data = sorted(_finite(latencies))
     return {
         "n": len(data),
-        "p50": percentile(data, 50.0),
-        "p90": percentile(data, 90.0),
-        "p99": percentile(data, 99.0),
-        "min": min(data) if data else None,
-        "max": max(data) if data else None,
+        **{percentile_key(q): percentile(data, q) for q in points},
+        "min": data[0] if data else None,
+        "max": data[-1] if data else None,
         "mean": mean(data),
     }
 
 
+# Where a CDF is sampled: the body in 5 % steps, the tail ever finer up to the maximum.
+CDF_QUANTILES = (0.0, 0.01, 0.02, *(i / 20 for i in range(1, 20)), 0.97, 0.98, 0.99, 0.995,
+                 0.998, 0.999, 1.0)
+
+
+def cdf_points(values: Sequence[float], quantiles: Sequence[float] = CDF_QUANTILES,
+               digits: int = 1) -> list[list[float]]:
+    """A compact empirical CDF: [value, quantile] pairs, values rounded to ``digits``."""
+    data = sorted(_finite(values))
+    if not data:
+        return []
+    return [[round(percentile(data, 100.0 * q) or 0.0, digits), q] for q in quantiles]
+
+
+def linear_fit(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float] | None:
+    """Least-squares (slope, intercept) of y = slope x + intercept; None without two
+    distinct x."""
+    pairs = [(float(x), float(y)) for x, y in zip(xs, ys, strict=True)
+             if x is not None and y is not None and math.isfinite(x) and math.isfinite(y)]
+    if len({x for x, _ in pairs}) < 2:
+        return None
+    mx = math.fsum(x for x, _ in pairs) / len(pairs)
+    my = math.fsum(y for _, y in pairs) / len(pairs)
+    slope = (math.fsum((x - mx) * (y - my) for x, y in pairs)
+             / math.fsum((x - mx) ** 2 for x, _ in pairs))
+    return slope, my - slope * mx
 def jain(values: Sequence[float]) -> float | None:
     """Jain's fairness index of non-negative shares; None for no data or all zeros."""
     data = _finite(values)

@@ -8,6 +8,10 @@ Shared (:func:`run_window`): copies in separate processes agree on host-clock wi
 launches in flight, waits for the oldest, and logs when it completed; rates over any window
 then come from stats.window_rate. Event gaps still give the per-launch latency, which under
 time-slicing includes the time the copy's context was switched out.
+
+Requests (:func:`run_requests`): a client that thinks, submits one launch and waits for it,
+as a batch-1 inference server does; each request's latency is host time from submission to
+the result, what a user of the service waits.
 """
 
 from __future__ import annotations
@@ -32,7 +36,10 @@ class Trial:
 
 @dataclass
 class Completions:
-    """What one copy did in a shared run: host completion times and per-launch latencies."""
+    """What one copy did in a shared run: host times and per-launch latencies.
+
+    From :func:`run_window` the times are when launches completed; from :func:`run_requests`
+    when requests were submitted (the latency then runs from that time)."""
 
     times: list[float] = field(default_factory=list)
     latencies_ms: list[float] = field(default_factory=list)
@@ -111,6 +118,30 @@ def run_window(cp: Any, w: Workload, t_go: float, t_stop: float, depth: int = 2,
                 _complete(cp, pending.popleft(), done)
         while pending:
             _complete(cp, pending.popleft(), done)
+    except Exception as exc:  # CUDA errors of several CuPy classes
+        done.error = f"{type(exc).__name__}: {exc}"
+    return done
+
+
+def run_requests(cp: Any, w: Workload, t_go: float, t_stop: float, think_s: float,
+                 max_records: int = 500_000) -> Completions:
+    """From ``t_go`` to ``t_stop``: think ``think_s``, submit one launch, wait for its result.
+
+    ``times`` are the submission times, ``latencies_ms`` the host time until the result was
+    there (time.monotonic, which the parent's windows use). A CUDA error ends the loop."""
+    done = Completions()
+    sleep_until(t_go)
+    try:
+        finished = cp.cuda.Event()
+        while time.monotonic() < t_stop and len(done.times) < max_records:
+            if think_s > 0:
+                time.sleep(think_s)
+            start = time.monotonic()
+            w.launch()
+            finished.record()
+            finished.synchronize()
+            done.latencies_ms.append((time.monotonic() - start) * 1000.0)
+            done.times.append(start)
     except Exception as exc:  # CUDA errors of several CuPy classes
         done.error = f"{type(exc).__name__}: {exc}"
     return done

@@ -1,9 +1,11 @@
 """A copy in a sharing experiment: ``python -m gpu_kernels.worker SPEC_JSON``.
 
-Protocol: the worker writes JSON lines to stdout ({"event": "ready" | "attempt" | "result" |
-"error", ...}) and reads JSON commands from stdin ({"cmd": "go" | "attempt" | "release" |
-"exit", ...}). It prepares (CUDA context, buffers, compiled kernel, warm-up) before "ready",
-so every copy starts its timed work at the agreed instant, not when its setup ends.
+Roles: stress (a sharer), latency (the latency experiment's client), burn (one GPU of a
+burn-in), memhog, probe, fault. Protocol: the worker writes JSON lines to stdout ({"event":
+"ready" | "attempt" | "result" | "error", ...}) and reads JSON commands from stdin ({"cmd":
+"go" | "attempt" | "release" | "exit", ...}). It prepares (CUDA context, buffers, compiled
+kernel, warm-up) before "ready", so every copy starts its timed work at the agreed instant,
+not when its setup ends.
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import json
 import os
 import sys
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 from gpu_kernels import cuda, fault, kernels, memhog, timing
+from gpu_kernels.kernels.base import Workload
 from gpu_kernels.result import dumps
 
 
@@ -30,20 +34,47 @@ def recv() -> dict[str, Any]:
     return json.loads(line)
 
 
-def stress(spec: dict[str, Any]) -> int:
+def _timed(spec: dict[str, Any], loop: Callable[[Any, Workload, dict[str, Any]],
+                                                timing.Completions]) -> int:
+    """Build, warm up, report ready, run ``loop`` when told to go, check, report the result."""
     cp = cuda.load(spec.get("device", 0))
     w = kernels.build(spec["kind"], cp, spec.get("options"))
     warm = timing.warm_up(cp, w, spec.get("warmup_seconds", 0.3))
     send("ready", identity=cuda.identity(cp, spec.get("device", 0)), config=w.config,
          warmup=warm)
-    go = recv()
-    done = timing.run_window(cp, w, go["t_go"], go["t_stop"])
+    done = loop(cp, w, recv())
     correctness = w.check() if done.error is None else {"ok": False,
                                                           "skipped": "a CUDA error ended the run"}
     send("result", kind=w.kind, metric=w.metric, unit=w.unit, scale=w.scale,
          work_per_launch=w.work_per_launch, times=done.times, latencies_ms=done.latencies_ms,
          error=done.error, correctness=correctness)
     return 0 if done.error is None else 1
+
+
+def stress(spec: dict[str, Any]) -> int:
+    """A sharer: launches back to back, ``depth`` in flight, from "go" until "stop"."""
+    return _timed(spec, lambda cp, w, go: timing.run_window(cp, w, go["t_go"], go["t_stop"]))
+
+
+def client(spec: dict[str, Any]) -> int:
+    """The latency experiment's client: think, one request, wait for it; until "stop"."""
+    return _timed(spec, lambda cp, w, go: timing.run_requests(cp, w, go["t_go"], go["t_stop"],
+                                                              spec["think_s"]))
+
+
+def burner(spec: dict[str, Any]) -> int:
+    """One GPU of a burn-in: verified references before "ready", the burn when told to go."""
+    from gpu_kernels import burn
+
+    device = spec.get("device", 0)
+    cp = cuda.load(device)
+    b = burn.Burner(cp, burn.BurnConfig(**spec["config"]), inject=spec.get("inject", False))
+    ident = cuda.identity(cp, device)
+    send("ready", identity=ident, config=b.config, reference=b.reference)
+    go = recv()
+    send("result", **b.run(go["t_go"], go["t_stop"], (ident["pci_bus_id"], ident["uuid"],
+                                                        device)))
+    return 0
 
 
 def hog(spec: dict[str, Any]) -> int:
@@ -82,7 +113,8 @@ def faulter(spec: dict[str, Any]) -> int:
     return 0
 
 
-ROLES = {"stress": stress, "memhog": hog, "probe": probe, "fault": faulter}
+ROLES = {"stress": stress, "latency": client, "burn": burner, "memhog": hog, "probe": probe,
+         "fault": faulter}
 
 
 def main(argv: list[str]) -> int:

@@ -1,15 +1,21 @@
-"""The stress workloads by kind. Modules hold no CuPy state until a workload is built."""
+"""The workloads by kind. Modules hold no CuPy state until a workload is built.
+
+Stress kinds (``STRESS_KINDS``) are the timed kernels of the CLI and the sharing experiments;
+``infer`` is the latency experiment's inference-like client.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from gpu_kernels.kernels import fp32, gemm, membw
+from gpu_kernels.kernels import fp32, fp64, gemm, infer, membw
 from gpu_kernels.kernels.base import Param, Workload
 
-MODULES = {"membw": membw, "fp32": fp32, "gemm": gemm}
-CLASSES = {"membw": membw.Membw, "fp32": fp32.Fp32, "gemm": gemm.Gemm}
-STRESS_KINDS = tuple(MODULES)
+MODULES = {"membw": membw, "fp32": fp32, "fp64": fp64, "gemm": gemm, "infer": infer}
+CLASSES: dict[str, type[Workload]] = {"membw": membw.Membw, "fp32": fp32.Fp32,
+                                      "fp64": fp64.Fp64, "gemm": gemm.Gemm,
+                                      "infer": infer.Infer}
+STRESS_KINDS = ("membw", "fp32", "fp64", "gemm")
 
 
 def params(kind: str) -> tuple[Param, ...]:

@@ -27,6 +27,7 @@ class Workload(ABC):
     unit: str  # of the reported rate, e.g. "TB/s"
     work_unit: str  # of work_per_launch, e.g. "bytes"
     scale: float = 1e12  # work per second / scale = rate in ``unit``
+    bar_key: str = ""  # the key of the default bar and datasheet peak; empty: ``kind``
 
     def __init__(self, cp: Any, seed: int | None = None) -> None:
         self.cp = cp
@@ -43,6 +44,15 @@ class Workload(ABC):
     @abstractmethod
     def check(self) -> dict[str, Any]:
         """Poison the output, launch once, verify against a reference: {"ok": bool, ...}."""
+
+    @abstractmethod
+    def output(self) -> Any:
+        """The device array a launch writes (after ``check`` it holds a verified result)."""
+
+    @property
+    def judged_as(self) -> str:
+        """Which bar and datasheet peak apply: ``bar_key``, else the kind."""
+        return self.bar_key or self.kind
 
     def rate(self, launches: float, seconds: float) -> float:
         return launches * self.work_per_launch / seconds / self.scale

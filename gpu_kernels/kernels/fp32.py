@@ -9,6 +9,9 @@ Correctness: a = exp(-u/n) with n the steps per chain, so a^n is between e^-2 an
 and the result depends on every step having run. The reference replays the same float32
 recurrence (each step rounded once, as fmaf does) in float64 arithmetic on a sample of
 threads; the closed form a^n x0 + b (1 - a^n) / (1 - a) is reported beside it.
+
+The source is written for a type ``REAL`` and its fused multiply-add ``FMA``: fp64.py builds
+the same chains in double precision.
 """
 
 from __future__ import annotations
@@ -19,22 +22,26 @@ from gpu_kernels import cuda
 from gpu_kernels.kernels.base import Param, Workload
 
 SOURCE = r"""
-extern "C" __global__ void fma_chains(const float* __restrict__ a_in,
-                                      const float* __restrict__ b_in,
-                                      const float* __restrict__ x_in,
-                                      float* __restrict__ x_out, const int outer) {
+#ifndef REAL
+#define REAL float
+#define FMA fmaf
+#endif
+extern "C" __global__ void fma_chains(const REAL* __restrict__ a_in,
+                                      const REAL* __restrict__ b_in,
+                                      const REAL* __restrict__ x_in,
+                                      REAL* __restrict__ x_out, const int outer) {
     const int t = blockIdx.x * blockDim.x + threadIdx.x;
     const int threads = gridDim.x * blockDim.x;
-    const float a = a_in[t];
-    const float b = b_in[t];
-    float x[CHAINS];
+    const REAL a = a_in[t];
+    const REAL b = b_in[t];
+    REAL x[CHAINS];
 #pragma unroll
     for (int k = 0; k < CHAINS; ++k) x[k] = x_in[k * threads + t];
     for (int i = 0; i < outer; ++i) {
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
-            for (int k = 0; k < CHAINS; ++k) x[k] = fmaf(a, x[k], b);
+            for (int k = 0; k < CHAINS; ++k) x[k] = FMA(a, x[k], b);
         }
     }
 #pragma unroll
@@ -91,15 +98,16 @@ def closed_form(a: Any, b: Any, x0: Any, steps: int) -> Any:
     return an * np.asarray(x0, dtype=np.float64) + b64 * (1.0 - an) / (1.0 - a64)
 
 
-def make_inputs(np_rng: Any, threads: int, chains: int, steps: int) -> tuple[Any, Any, Any]:
-    """Random a, b, x0 (float32) with a^steps in [e^-2, e^-0.5] and a fixed point in [2, 4]."""
+def make_inputs(np_rng: Any, threads: int, chains: int, steps: int,
+                dtype: str = "float32") -> tuple[Any, Any, Any]:
+    """Random a, b, x0 (of ``dtype``) with a^steps in [e^-2, e^-0.5], a fixed point in [2, 4]."""
     import numpy as np
 
     u = np_rng.uniform(0.5, 2.0, threads)
-    a = np.exp(-u / steps).astype(np.float32)
+    a = np.exp(-u / steps).astype(dtype)
     fixed = np_rng.uniform(2.0, 4.0, threads)
-    b = (fixed * (1.0 - a.astype(np.float64))).astype(np.float32)
-    x0 = np_rng.uniform(0.5, 1.5, (chains, threads)).astype(np.float32)
+    b = (fixed * (1.0 - a.astype(np.float64))).astype(dtype)
+    x0 = np_rng.uniform(0.5, 1.5, (chains, threads)).astype(dtype)
     return a, b, x0
 
 
@@ -108,6 +116,8 @@ class Fp32(Workload):
     metric = "fp32 FMA throughput"
     unit = "TFLOP/s"
     work_unit = "flop"
+    dtype = "float32"  # numpy's name of the element type
+    defines = {"REAL": "float", "FMA": "fmaf"}
 
     def __init__(self, cp: Any, launch_ms: float = 4.0, variant: str = DEFAULT_VARIANT,
                  outer: int = 0, seed: int | None = None) -> None:
@@ -115,14 +125,14 @@ class Fp32(Workload):
 
         super().__init__(cp, seed)
         self.chains, self.unroll, self.block = VARIANTS[variant]
-        self.kernel = cuda.compile_kernel(cp, SOURCE, "fma_chains",
-                                          {"CHAINS": self.chains, "UNROLL": self.unroll})
+        self.kernel = cuda.compile_kernel(cp, SOURCE, "fma_chains", {
+            **self.defines, "CHAINS": self.chains, "UNROLL": self.unroll})
         self.grid = cuda.sm_count(cp) * cuda.blocks_per_sm(cp, self.kernel, self.block)
         self.threads = self.grid * self.block
         self.np_rng = np.random.default_rng(self.seed)
         self.outer = outer if outer > 0 else self._calibrate(launch_ms)
         self.steps = self.outer * self.unroll
-        a, b, x0 = make_inputs(self.np_rng, self.threads, self.chains, self.steps)
+        a, b, x0 = make_inputs(self.np_rng, self.threads, self.chains, self.steps, self.dtype)
         self.a, self.b, self.x0 = cp.asarray(a), cp.asarray(b), cp.asarray(x0)
         self.out = cp.empty_like(self.x0)
         self.work_per_launch = 2.0 * self.threads * self.chains * self.steps
@@ -139,7 +149,7 @@ class Fp32(Workload):
         """Loop passes per launch for ``launch_ms``, timed on throwaway random inputs."""
         cp = self.cp
         a, b, x0 = (cp.asarray(v) for v in make_inputs(self.np_rng, self.threads,
-                                                          self.chains, 1024))
+                                                          self.chains, 1024, self.dtype))
         out = cp.empty_like(x0)
         self._run(a, b, x0, out, 8)  # module load
         cp.cuda.Device().synchronize()
@@ -155,6 +165,14 @@ class Fp32(Workload):
     def launch(self) -> None:
         self._run(self.a, self.b, self.x0, self.out, self.outer)
 
+    def output(self) -> Any:
+        return self.out
+
+    def expected(self, a: Any, b: Any, x0: Any) -> tuple[Any, str, float]:
+        """The reference for sampled threads, how it was made, and the relative tolerance."""
+        return (reference(a, b, x0, self.steps),
+                "float32 recurrence replayed in float64", 1e-5)
+
     def check(self) -> dict[str, Any]:
         import numpy as np
 
@@ -167,14 +185,13 @@ class Fp32(Workload):
         out = cp.asnumpy(self.out[:, cp.asarray(cols)])
         a, b = cp.asnumpy(self.a)[cols], cp.asnumpy(self.b)[cols]
         x0 = cp.asnumpy(self.x0)[:, cols]
-        ref = reference(a, b, x0, self.steps)
+        ref, method, threshold = self.expected(a, b, x0)
         rel = np.abs(out.astype(np.float64) - ref) / np.abs(ref.astype(np.float64))
         exact = closed_form(a, b, x0, self.steps)
         rel_exact = np.abs(out - exact) / np.abs(exact)
-        threshold = 1e-5
         max_rel = float(np.max(rel)) if np.all(np.isfinite(out)) else float("inf")
         return {"ok": unwritten == 0 and max_rel <= threshold,
-                "method": f"float32 recurrence replayed in float64 on {SAMPLE_THREADS} threads "
-                          f"x {self.chains} chains, {self.steps} steps each",
+                "method": f"{method} on {SAMPLE_THREADS} threads x {self.chains} chains, "
+                          f"{self.steps} steps each",
                 "unwritten": unwritten, "max_rel_err": max_rel, "threshold": threshold,
                 "max_rel_err_vs_closed_form": float(np.max(rel_exact))}

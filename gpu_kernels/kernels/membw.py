@@ -118,6 +118,9 @@ class Membw(Workload):
         args = (self.a, self.b, self.c, self.s, self.cp.int64(self.n4))
         self.kernel((self.grid,), (BLOCK,), args)
 
+    def output(self) -> Any:
+        return self.a
+
     def check(self) -> dict[str, Any]:
         """Every element against b + s*c on the GPU; a sample against float64 on the host."""
         import numpy as np

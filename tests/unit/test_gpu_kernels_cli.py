@@ -26,7 +26,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
     ("membw", "--trials", "3"),
     ("membw", "--seconds", "-1"),
     ("membw", "--variant", "nope"),
-    ("gemm", "--dtype", "fp64"),
+    ("gemm", "--dtype", "int8"),
     ("interference", "--copies", "1,x"),
     ("interference", "--copies", "0,2"),
     ("interference", "--seconds", "1"),

@@ -1,10 +1,15 @@
 """A fake nvidia-ml-py for tests: one healthy H200-like GPU; env vars inject faults.
 
 FAKE_NVML_ECC_UNCORRECTED=N sets the volatile uncorrectable ECC count;
-FAKE_NVML_GPUS=N enumerates N GPUs (distinct UUIDs); NVLink reports "not supported".
+FAKE_NVML_ECC_UNCORRECTED_STEP=N adds N to it at every read (errors during a run);
+FAKE_NVML_GPUS=N enumerates N GPUs (distinct UUIDs); NVLink reports "not supported";
+FAKE_NVML_POWER_W=W is the power draw (default 75, idle); FAKE_NVML_REASONS=0xMASK the
+clocks-event reasons (default 0x1, GpuIdle); FAKE_NVML_XID=N delivers one XID event N;
+FAKE_NVML_NO_EVENTS=1 makes event registration unsupported.
 """
 
 import os
+import time
 from types import SimpleNamespace
 
 NVML_CLOCK_SM, NVML_CLOCK_MEM = 1, 2
@@ -22,7 +27,13 @@ class NVMLError_NotSupported(NVMLError):
     pass
 
 
+class NVMLError_Timeout(NVMLError):
+    pass
+
+
 _GPUS = int(os.environ.get("FAKE_NVML_GPUS", "1"))
+_reads = {"ecc": 0, "xid_sent": False}
+nvmlEventTypeXidCriticalError = 0x8
 
 
 def nvmlInit():
@@ -56,7 +67,10 @@ def nvmlDeviceGetHandleByIndex(i):
 
 
 def nvmlDeviceGetHandleByPciBusId(bus):
-    return 0
+    index = int(str(bus).split(":")[-2], 16) - 0x18
+    if not 0 <= index < _GPUS:
+        raise NVMLError("not found")
+    return index
 
 
 def nvmlDeviceGetHandleByUUID(uuid):
@@ -88,7 +102,7 @@ def nvmlDeviceGetCudaComputeCapability(h):
 
 
 def nvmlDeviceGetCurrentClocksEventReasons(h):
-    return 0x1
+    return int(os.environ.get("FAKE_NVML_REASONS", "0x1"), 0)
 
 
 def nvmlDeviceGetComputeMode(h):
@@ -96,7 +110,7 @@ def nvmlDeviceGetComputeMode(h):
 
 
 def nvmlDeviceGetPowerUsage(h):
-    return 75000
+    return int(float(os.environ.get("FAKE_NVML_POWER_W", "75")) * 1000)
 
 
 def nvmlDeviceGetEnforcedPowerLimit(h):
@@ -125,8 +139,38 @@ def nvmlDeviceGetEccMode(h):
 
 def nvmlDeviceGetTotalEccErrors(h, kind, counter):
     if kind == NVML_MEMORY_ERROR_TYPE_UNCORRECTED and counter == NVML_VOLATILE_ECC:
-        return int(os.environ.get("FAKE_NVML_ECC_UNCORRECTED", "0"))
+        _reads["ecc"] += 1
+        step = int(os.environ.get("FAKE_NVML_ECC_UNCORRECTED_STEP", "0"))
+        return int(os.environ.get("FAKE_NVML_ECC_UNCORRECTED", "0")) + step * _reads["ecc"]
     return 0
+
+
+def nvmlDeviceGetRemappedRows(h):
+    return (0, 0, False, False)
+
+
+def nvmlEventSetCreate():
+    return SimpleNamespace(devices=[])
+
+
+def nvmlDeviceRegisterEvents(h, types, event_set):
+    if os.environ.get("FAKE_NVML_NO_EVENTS"):
+        raise NVMLError_NotSupported("Not Supported")
+    event_set.devices.append(h)
+
+
+def nvmlEventSetWait_v2(event_set, timeout_ms):
+    xid = os.environ.get("FAKE_NVML_XID")
+    if xid and not _reads["xid_sent"]:
+        _reads["xid_sent"] = True
+        return SimpleNamespace(device=event_set.devices[0],
+                               eventType=nvmlEventTypeXidCriticalError, eventData=int(xid))
+    time.sleep(min(timeout_ms, 50) / 1000.0)
+    raise NVMLError_Timeout("Timeout")
+
+
+def nvmlEventSetFree(event_set):
+    event_set.devices.clear()
 
 
 def nvmlDeviceGetMigMode(h):

@@ -1,10 +1,12 @@
 """A numpy stand-in for the parts of CuPy that gpu_kernels uses: tests without a GPU.
 
 Only on sys.path in tests that put it there. Kernels run on the CPU, synchronously: the
-stream triad/copy, the FMA chains (through gpu_kernels' own reference recurrence) and the
+stream triad/copy, the FMA chains in float32 (through gpu_kernels' own reference
+recurrence) or float64, the GEMV chain, verify.py's compare, checksum and bit flip, and the
 bad store (the next synchronisation raises an illegal-address error). A file lock held
 during each launch serialises launches across processes, as time-slicing does on a GPU.
 Device memory is accounted across processes in FAKE_CUPY_DIR (FAKE_CUPY_TOTAL bytes).
+FAKE_CUPY_DEVICES=N shows N devices (distinct UUIDs and PCI bus ids).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from numpy import (  # noqa: F401  (re-exported like CuPy's names)
     empty_like,
     float16,
     float32,
+    float64,
     int32,
     int64,
     isfinite,
@@ -35,6 +38,7 @@ from numpy import (  # noqa: F401  (re-exported like CuPy's names)
     uint8,
     uint16,
     uint32,
+    uint64,
     zeros,
 )
 
@@ -42,7 +46,8 @@ __version__ = "0.0.0-fake"
 _DIR = os.environ.setdefault("FAKE_CUPY_DIR", tempfile.mkdtemp(prefix="fake-cupy-"))
 _TOTAL = int(os.environ.get("FAKE_CUPY_TOTAL", str(16 * 2**30)))
 _KERNEL_S = float(os.environ.get("FAKE_CUPY_KERNEL_S", "0.002"))
-_state = {"faulted": False, "used": 0}
+_DEVICES = int(os.environ.get("FAKE_CUPY_DEVICES", "1"))
+_state = {"faulted": False, "used": 0, "device": 0}
 _memories: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
@@ -55,7 +60,7 @@ class OutOfMemoryError(MemoryError):
 
 
 def asnumpy(x):
-    return np.asarray(x)
+    return np.array(x)  # a copy, as a device-to-host copy is
 
 
 def _check() -> None:
@@ -120,13 +125,13 @@ def _mem_get_info() -> tuple[int, int]:
 
 
 class Device:
-    def __init__(self, index: int = 0) -> None:
-        self.id = index
-        self.pci_bus_id = "0000:18:00.0"
+    def __init__(self, index: int | None = None) -> None:
+        self.id = _state["device"] if index is None else index
+        self.pci_bus_id = f"0000:{0x18 + self.id:02X}:00.0"
         self.attributes = {"MultiProcessorCount": 1}
 
     def use(self) -> None:
-        pass
+        _state["device"] = self.id
 
     def synchronize(self) -> None:
         _check()
@@ -161,7 +166,7 @@ class _GpuLock:
 class RawKernel:
     def __init__(self, source: str, name: str, options=()) -> None:
         self.name = name
-        self.defines = {o[2:].split("=")[0]: int(o.split("=")[1]) for o in options
+        self.defines = {o[2:].split("=")[0]: _define(o.split("=")[1]) for o in options
                         if o.startswith("-D")}
         self.num_regs = 32
 
@@ -179,11 +184,55 @@ class RawKernel:
                 a, b, c, s, _ = args
                 a[:] = b + s * c if self.defines.get("TRIAD") else b
             elif self.name == "fma_chains":
-                from gpu_kernels.kernels.fp32 import reference
-
-                a, b, x0, out, outer = args
-                out[:] = reference(a, b, x0, int(outer) * self.defines["UNROLL"])
+                _fma_chains(args, self.defines)
+            elif self.name in _KERNELS:
+                _KERNELS[self.name](*args)
             time.sleep(max(0.0, _KERNEL_S - (time.perf_counter() - start)))
+
+
+def _define(value: str) -> int | str:
+    try:
+        return int(value)
+    except ValueError:
+        return value
+
+
+def _fma_chains(args, defines) -> None:
+    from gpu_kernels.kernels.fp32 import reference
+
+    a, b, x0, out, outer = args
+    steps = int(outer) * defines["UNROLL"]
+    if defines.get("REAL") == "double":
+        x = x0.copy()
+        for _ in range(steps):
+            x = a * x + b
+        out[:] = x
+    else:
+        out[:] = reference(a, b, x0, steps)
+
+
+def _compare_words(out, ref, n4, counter) -> None:
+    counter[0] += np.uint64(np.count_nonzero(out != ref))
+
+
+def _checksum_words(words, n4, acc) -> None:
+    from gpu_kernels.verify import checksum_reference
+
+    acc[0] = np.uint64((int(acc[0]) + checksum_reference(words)) % 2**64)
+
+
+def _flip_bit(words, word, mask) -> None:
+    words[int(word)] ^= np.uint32(mask)
+
+
+def _gemv_bf16(w, x, y, h) -> None:
+    h = int(h)
+    weights = (w.reshape(-1).astype(np.uint32) << 16).view(np.float32).reshape(h, h)
+    y[:] = weights @ x
+
+
+_KERNELS = {"compare_words": _compare_words, "checksum_words": _checksum_words,
+            "flip_bit": _flip_bit, "gemv_bf16": _gemv_bf16}
 
 
 class RandomState:
@@ -212,11 +261,12 @@ def get_default_memory_pool() -> _Pool:
 def _device_count() -> int:
     if os.environ.get("FAKE_CUPY_NO_DEVICE"):
         raise CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected")
-    return 1
+    return _DEVICES
 
 
 def _properties(index: int) -> dict:
-    return {"name": b"NVIDIA H200", "uuid": bytes.fromhex("35ed54a8206d8d3c72b9cff17c00af00"),
+    uuid = bytes.fromhex("35ed54a8206d8d3c72b9cff17c00af00")[:15] + bytes([index])
+    return {"name": b"NVIDIA H200", "uuid": uuid,
             "major": 9, "minor": 0, "multiProcessorCount": 1, "totalGlobalMem": _TOTAL,
             "l2CacheSize": 50 * 2**20}
 
