@@ -5,14 +5,15 @@ chart; on a host without GPUs, NVIDIA's mock NVML stands in for the driver.
 API for the CLI (``gpuconf node ...``) and ``--target node``::
 
     up(name, *, gpu_profile=None | "8xH100", driver_root=None, dev_root=None,
-       nvidia_src=DIR, progress=print) -> NodeState
+       nvidia_src=DIR, chart_values=None, progress=print) -> NodeState
     down(name, *, progress=print) -> bool
     status(name) -> dict
+    reconfigure(name, *, chart_values, progress=print) -> NodeState   (helm upgrade, waits)
 
 Own testing: ``python -m conformance.node up|down|status``.
 """
 
-from conformance.node.lifecycle import DEFAULT_GPU_PROFILE, down, status, up
+from conformance.node.lifecycle import DEFAULT_GPU_PROFILE, down, reconfigure, status, up
 from conformance.node.state import NodeState
 
-__all__ = ["DEFAULT_GPU_PROFILE", "NodeState", "down", "status", "up"]
+__all__ = ["DEFAULT_GPU_PROFILE", "NodeState", "down", "reconfigure", "status", "up"]

@@ -9,6 +9,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+
+import yaml
 
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
 from conformance.common.interrupts import sigterm_as_interrupt
@@ -31,10 +34,24 @@ def _parser() -> argparse.ArgumentParser:
                          "(e.g. /)")
     up.add_argument("--nvidia-src", metavar="DIR", required=True,
                     help="upstream NVIDIA sources: the k8s-device-plugin v0.20.0 tag (its chart)")
+    up.add_argument("--chart-values", metavar="FILE",
+                    help="YAML values merged over the node's own (e.g. a time-slicing config.map)")
     for name in ("down", "status"):
         sp = sub.add_parser(name)
         sp.add_argument("--name", default="gpuconf")
     return p
+
+
+def _values(path: str | None) -> dict:
+    if not path:
+        return {}
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"--chart-values {path}: {exc}".splitlines()[0]) from exc
+    if not isinstance(doc, dict):
+        raise UsageError(f"--chart-values {path}: not a map of values")
+    return doc
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             lifecycle.up(args.name, gpu_profile=args.gpu_profile, driver_root=args.driver_root,
-                         dev_root=args.dev_root, nvidia_src=args.nvidia_src)
+                         dev_root=args.dev_root, nvidia_src=args.nvidia_src,
+                         chart_values=_values(args.chart_values))
         elif args.command == "down":
             if not lifecycle.down(args.name):
                 print(f"no node named {args.name!r}")

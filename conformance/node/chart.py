@@ -98,13 +98,25 @@ def values(*, gpu: dict, nvidia_ctk: Path, nfd_version: str, node_label: str) ->
     }
 
 
+def merge(base: dict, extra: dict) -> dict:
+    """``extra`` over ``base``, maps merged key by key (as Helm merges values files)."""
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
 def install(*, helm: Path, kubeconfig: Path, chart: Path, vals: dict, folder: Path,
-            log: Path) -> None:
-    """``helm install`` without --wait (the caller waits, and says what it waits for)."""
+            log: Path, upgrade: bool = False) -> None:
+    """``helm install`` (or ``upgrade``) without --wait: the caller waits, and says for what."""
     values_file = folder / "chart-values.json"
     values_file.write_text(json.dumps(vals, indent=2))  # JSON is YAML
-    argv = [str(helm), "install", RELEASE, str(chart), "--namespace", NAMESPACE,
-            "--create-namespace", f"--kubeconfig={kubeconfig}", f"--values={values_file}",
+    verb = ["upgrade"] if upgrade else ["install", "--create-namespace"]
+    argv = [str(helm), *verb, RELEASE, str(chart), "--namespace", NAMESPACE,
+            f"--kubeconfig={kubeconfig}", f"--values={values_file}",
             f"--timeout={int(INSTALL_TIMEOUT_S)}s"]
     with log.open("ab") as fh:
         fh.write(f"$ {' '.join(argv)}\n".encode())
@@ -113,4 +125,5 @@ def install(*, helm: Path, kubeconfig: Path, chart: Path, vals: dict, folder: Pa
     if proc.returncode != 0:
         from conformance.sim.controlplane import log_tail
 
-        raise ComponentFailed("helm install", f"exit status {proc.returncode}", log_tail(log))
+        raise ComponentFailed(f"helm {verb[0]}", f"exit status {proc.returncode}",
+                              log_tail(log))

@@ -60,10 +60,13 @@ Progress = Callable[[str], None]
 # ---- public API -----------------------------------------------------------------------------
 def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: str | None = None,
        dev_root: str | None = None, nvidia_src: str | None = None,
-       progress: Progress = print) -> NodeState:
+       chart_values: dict | None = None, progress: Progress = print) -> NodeState:
     """Bring the node up (see the module docstring); raises UsageError for bad input or a host
     that cannot run a node (before anything starts), ComponentFailed / NotConverged when a
-    component does not come up (after removing what was created)."""
+    component does not come up (after removing what was created).
+
+    ``chart_values`` are merged over the node's own chart values (e.g. a time-slicing
+    ``config.map``, which the image's config-manager applies as upstream's does)."""
     t_start = time.monotonic()
     if gpu_profile and driver_root:
         raise UsageError("give a GPU profile (mock NVML) or a driver root (real GPUs), not both")
@@ -89,6 +92,11 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
                              "`gpuconf node down` first")
         progress(f"node {name!r}: removing what an interrupted run left")
         down(name, progress=progress)
+    others = sorted(p.parent.name for p in nodes_dir().glob("*/state.json")
+                    if p.parent.name != name)
+    if others:  # one node per host: the kubelet's root and the bridge are fixed
+        raise UsageError(f"node {others[0]!r} is (or was) up on this host: `gpuconf node down "
+                         f"--name {others[0]}` first")
     cp_existing = plane.state()
     if cp_existing is not None and any(procs.pid_alive(p) for p in cp_existing.pids.values()):
         raise UsageError(f"a cluster named {name!r} is already running (kubeconfig "
@@ -140,15 +148,9 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
         mark("control_plane_ready")
         _join(state, cp_state, nb, progress)
         mark("node_ready")
-        _install_chart(state, cp_state, nb, chart, progress)
+        _install_chart(state, cp_state, nb, chart, chart_values or {}, progress)
         mark("daemonsets_rolled_out")
-        c = kube.api(cp_state.kubeconfig)
-        kube.wait("nvidia.com/gpu advertised by the device plugin",
-                  lambda: kube.gpus_advertised(c, state.node_name, state.gpu.get("count")),
-                  timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
-        kube.wait("GFD labels on the node (through NFD)",
-                  lambda: kube.gfd_labels(c, state.node_name),
-                  timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+        _wait_gpus(state, cp_state, progress)
         mark("gpus_advertised")
     except BaseException:
         with interrupts.deferred():
@@ -181,6 +183,24 @@ def down(name: str = "gpuconf", *, progress: Progress = print, keep_logs: bool =
     with interrupts.deferred():
         _teardown(state, progress, keep_logs)
     return True
+
+
+def reconfigure(name: str = "gpuconf", *, chart_values: dict,
+                progress: Progress = print) -> NodeState:
+    """``helm upgrade`` the running node's chart with ``chart_values`` merged over the node's
+    own values (not over the previous call's), then wait as ``up`` does: the DaemonSets rolled
+    out, ``nvidia.com/gpu`` advertised, GFD's labels on the node."""
+    state = NodeState.load(name)
+    if state is None or state.phase != "ready":
+        raise UsageError(f"node {name!r} is not up: `gpuconf node up` first")
+    cp = ControlPlane(name).state()
+    if cp is None:
+        raise UsageError(f"node {name!r} has no control plane: `gpuconf node down`, then up")
+    nb = binaries.require_node(mock_nvml=state.gpu.get("source") == "mock-nvml")
+    _install_chart(state, cp, nb, Path(state.chart["chart"]), chart_values, progress,
+                   upgrade=True)
+    _wait_gpus(state, cp, progress)
+    return state
 
 
 def status(name: str = "gpuconf") -> dict:
@@ -443,17 +463,29 @@ def _accepts(ip: str, port: int) -> bool:
     return True
 
 
+def _wait_gpus(state: NodeState, cp: ClusterState, progress: Progress) -> None:
+    c = kube.api(cp.kubeconfig)
+    kube.wait("nvidia.com/gpu advertised by the device plugin",
+              lambda: kube.gpus_advertised(c, state.node_name, state.gpu.get("count")),
+              timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    kube.wait("GFD labels on the node (through NFD)",
+              lambda: kube.gfd_labels(c, state.node_name),
+              timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+
+
 def _install_chart(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries, chart: Path,
-                   progress: Progress) -> None:
+                   extra: dict, progress: Progress, *, upgrade: bool = False) -> None:
     helm = Path(cp.binaries["helm"])
-    vals = chartmod.values(gpu=state.gpu, nvidia_ctk=nb.nvidia_ctk,
-                           nfd_version=nb.versions["NFD_VERSION"], node_label=REAL_NODE_LABEL)
+    vals = chartmod.merge(chartmod.values(
+        gpu=state.gpu, nvidia_ctk=nb.nvidia_ctk, nfd_version=nb.versions["NFD_VERSION"],
+        node_label=REAL_NODE_LABEL), extra)
     state.chart = {"release": chartmod.RELEASE, "namespace": chartmod.NAMESPACE,
                    "chart": str(chart), "values": vals}
     state.save()
-    progress(f"helm install {chartmod.RELEASE} {chart} (device plugin, GFD, NFD)")
+    verb = "upgrade" if upgrade else "install"
+    progress(f"helm {verb} {chartmod.RELEASE} {chart} (device plugin, GFD, NFD)")
     chartmod.install(helm=helm, kubeconfig=cp.kubeconfig, chart=chart, vals=vals,
-                     folder=state.path, log=state.logs / "helm.log")
+                     folder=state.path, log=state.logs / "helm.log", upgrade=upgrade)
     c = kube.api(cp.kubeconfig)
     try:
         seconds = kube.wait(f"the NVIDIA DaemonSets in {chartmod.NAMESPACE} to roll out",

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from conformance.common.errors import UsageError
-from conformance.node import lifecycle
+from conformance.node import host, lifecycle
 from tests.node import hostsnap
 
 NAME = "ntest-bad-input"
@@ -48,3 +48,13 @@ def test_taken_kubelet_port_is_refused_before_anything_starts(nvidia_src, host_b
     assert message.startswith("this host cannot run a node:")
     assert not host_before.differences(hostsnap.take())
     assert lifecycle.status(NAME) == {"name": NAME, "running": False}
+
+
+def test_a_host_without_root_or_cgroups_is_told_why():
+    """Runs anywhere (no binaries, no root): the phrases a user sees for such a host."""
+    facts = host.HostFacts(cgroup="none", cap_sys_resource=False, overlay=True, kmsg=True,
+                           root=False, ip_tool=[])
+    problems = host.preflight_problems(facts, bridge="gpuconf0", networks=[])
+    assert "not root (the kubelet, containerd and runc need root)" in problems
+    assert "no cgroups mounted at /sys/fs/cgroup" in problems
+    assert "no `ip` command (install iproute2)" in problems

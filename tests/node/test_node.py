@@ -106,7 +106,9 @@ def test_gfd_labels_reach_the_node_through_nfd_and_meet_the_upstream_contract(no
         "nfd.k8s-sigs.io", "v1alpha1", chartmod.NAMESPACE, "nodefeatures")["items"]
     assert any("nvidia.com/gpu.product" in (f.get("spec", {}).get("labels") or {})
                for f in features), [f["metadata"]["name"] for f in features]
-    assert check_gfd_labels(labels) == []
+    # the real GFD v0.20.0 against the contract the suite ships (upstream's, same tag)
+    result = check_gfd_labels(labels)
+    assert not result.problems and not result.too_old, result
 
 
 def test_gpu_pod_sees_exactly_its_devices_through_cdi(node, api):
@@ -128,8 +130,31 @@ def test_pod_without_gpus_sees_none(node, api):
 
 
 def test_second_node_is_refused_while_a_kubelet_runs(node, nvidia_src):
-    with pytest.raises(UsageError, match="a kubelet is already running"):
+    with pytest.raises(UsageError, match=f"node '{NODE_NAME}' is \\(or was\\) up on this host"):
         lifecycle.up("ntest-second", nvidia_src=nvidia_src, progress=lambda _m: None)
+
+
+TIME_SLICING = {"config": {"default": "default", "map": {"default": (
+    "version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n    resources:\n"
+    "    - name: nvidia.com/gpu\n      replicas: 4\n")}}}
+
+
+def test_time_slicing_through_the_charts_config_manager(node, api):
+    """The chart's own sharing config (a ConfigMap, applied by config-manager): 8 GPUs x 4
+    replicas advertised, and GFD labels the product -SHARED with the replica count."""
+    lifecycle.reconfigure(NODE_NAME, chart_values=TIME_SLICING, progress=lambda _m: None)
+    deadline = time.monotonic() + POD_TIMEOUT_S
+    while time.monotonic() < deadline:
+        n = _node(api)
+        if (n.status.allocatable.get("nvidia.com/gpu") == str(4 * GPU_COUNT)
+                and n.metadata.labels.get("nvidia.com/gpu.replicas") == "4"):
+            break
+        time.sleep(1)
+    assert n.status.allocatable["nvidia.com/gpu"] == str(4 * GPU_COUNT)
+    labels = n.metadata.labels
+    assert labels["nvidia.com/gpu.replicas"] == "4"
+    assert labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
+    assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-SHARED"
 
 
 def test_down_leaves_nothing_behind(node, host_before):
