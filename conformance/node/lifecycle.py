@@ -317,7 +317,7 @@ def _gpu_setup(state: NodeState, nb: binaries.NodeBinaries, profile: gpu.Profile
         info = gpu.real_driver(Path(driver_root), Path(dev_root or "/"))
         progress(f"GPUs: NVIDIA driver in {driver_root} (devices in {info['dev_root']}/dev)")
     devices = gpu.generate_cdi(nb, info, paths.cdi_dir / "nvidia.yaml", state.logs / "cdi.log")
-    gpus = [d for d in devices if d != "all" and not d.startswith("GPU-") and d.isdigit()]
+    gpus = [d for d in devices if d.isdigit()]  # by index (not "all", UUIDs or MIG "0:1")
     info["cdi_devices"] = devices
     info.setdefault("count", len(gpus))
     state.gpu = info
