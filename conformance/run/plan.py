@@ -208,6 +208,12 @@ def write_report(results: Path, progress: Progress) -> None:
     except Exception as exc:  # the results are what matters; a report can be built later
         progress(f"could not build the report ({exc}): `gpuconf report {results} -o OUT` "
                  "retries")
+    try:  # CTRF beside junit.xml, for the CI summaries that read it
+        from conformance.report.ctrf import FILENAME, to_ctrf
+
+        (results / FILENAME).write_text(json.dumps(to_ctrf(load_results(results)), indent=2))
+    except Exception as exc:
+        progress(f"could not write {results / 'ctrf-report.json'} ({exc})")
 
 
 def summarize(results: Path) -> str | None:
