@@ -16,6 +16,7 @@ from conformance import catalog
 from conformance.cli import (
     catalog_commands,
     cluster_commands,
+    job_commands,
     report_commands,
     run_commands,
     sim_commands,
@@ -27,7 +28,7 @@ from conformance.common.vocab import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from conformance.report.errors import ReportInputError
 
 COMMAND_MODULES = (run_commands, sim_commands, report_commands, cluster_commands,
-                   catalog_commands)
+                   catalog_commands, job_commands)
 
 
 def build_parser() -> Parser:

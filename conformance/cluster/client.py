@@ -29,6 +29,8 @@ LOG_RETRY_STATUSES = (429, 503)
 # "Is anybody there?" before a run: a wrong address should say so in seconds, not after the
 # ~40 s a running suite spends riding out an API server restart.
 PROBE_RETRY_TOTAL = 2
+# In a pod without a kubeconfig, connect() takes the pod's ServiceAccount from here.
+SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 class RequestCounter:
@@ -124,11 +126,17 @@ def kubeconfig_contexts(path: str) -> list[str]:
 
 def connect(kubeconfig: str | None = None, context: str | None = None, *,
             timeout_s: float = 15.0) -> Cluster:
-    """Connect and check reachability; bad input becomes a one-line :class:`UsageError`."""
+    """Connect and check reachability; bad input becomes a one-line :class:`UsageError`.
+
+    Without a kubeconfig (none given, no KUBECONFIG, no ~/.kube/config) inside a pod
+    (KUBERNETES_SERVICE_HOST set), the pod's ServiceAccount is used: the in-cluster config.
+    """
     path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
     if path is None:
         default = Path.home() / ".kube" / "config"
         path = str(default) if default.is_file() else None
+    if path is None and context is None and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return _connect_in_cluster()
     if path is None:
         raise UsageError("no kubeconfig: pass --kubeconfig, set KUBECONFIG, or use --target sim")
     contexts = kubeconfig_contexts(path)
@@ -145,6 +153,28 @@ def connect(kubeconfig: str | None = None, context: str | None = None, *,
     api_client = client.ApiClient(configuration)
     cluster = Cluster(api_client=api_client, kubeconfig=path, context=context)
     return cluster
+
+
+def service_account_dir() -> Path:
+    """Where a pod's ServiceAccount files are (token, ca.crt, namespace): the kubelet's mount,
+    or GPUCONF_SERVICE_ACCOUNT_DIR (a local process that plays a pod, as the tests do)."""
+    return Path(os.environ.get("GPUCONF_SERVICE_ACCOUNT_DIR") or SERVICE_ACCOUNT_DIR)
+
+
+def _connect_in_cluster() -> Cluster:
+    """The pod's own identity: KUBERNETES_SERVICE_HOST/PORT and the ServiceAccount token (re-read
+    when the kubelet rotates it), as client-go's rest.InClusterConfig."""
+    folder = service_account_dir()
+    configuration = client.Configuration()
+    try:
+        config.incluster_config.InClusterConfigLoader(
+            token_filename=str(folder / "token"), cert_filename=str(folder / "ca.crt"),
+        ).load_and_set(configuration)
+    except ConfigException as exc:
+        raise UsageError(f"in-cluster config cannot be used ({_one_line(exc)}): pass "
+                         "--kubeconfig") from None
+    configuration.retries = _retry_policy()
+    return Cluster(api_client=client.ApiClient(configuration), kubeconfig=None, context=None)
 
 
 def check_reachable(cluster: Cluster, timeout_s: float = 10.0) -> str:

@@ -1,0 +1,545 @@
+"""The suite as an in-cluster Job, and as a Sonobuoy plugin: render, apply, wait, fetch.
+
+Design (only the API, least privilege):
+
+- ``gpuconf job render`` prints the shipped RBAC (``conformance/cluster/gpuconf-rbac.yaml``:
+  namespace ``gpuconf-system``, ServiceAccount ``gpuconf``, its roles and admission policy) and
+  a Job that runs the image of ``deploy/image/Dockerfile`` as that ServiceAccount. ``apply``
+  creates them, waits with progress, fetches the results and deletes the Job.
+- In the pod, ``gpuconf job inside`` runs the suites against the cluster it is in (the
+  in-cluster ServiceAccount config: ``conformance.cluster.client.connect`` without a kubeconfig),
+  writes the results folder to an emptyDir volume (``/results``: results.json, junit.xml,
+  allure, the report, CTRF and the evidence bundle), then packs that folder into a gzipped tar
+  and stores it through the API in ConfigMaps of its own namespace, in chunks below the
+  object size limit, labelled with the Job's name and owned by the Job (deleting the Job
+  deletes them). The only write this needs beyond a normal run is ``create configmaps`` in
+  ``gpuconf-system`` for objects labelled ``app.kubernetes.io/component: gpuconf-results``,
+  which the shipped admission policy allows and nothing more.
+- ``gpuconf job fetch`` reads those ConfigMaps back (``get/list configmaps``), checks the
+  SHA-256 and unpacks them: no ``kubectl cp``, no exec, no port-forward, no logs endpoint.
+- ``gpuconf sonobuoy-entrypoint`` runs the same suites inside a Sonobuoy plugin pod and hands
+  the evidence bundle to Sonobuoy by its contract: a tarball in ``SONOBUOY_RESULTS_DIR`` and
+  its path in the ``done`` file.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import os
+import tarfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from conformance import __version__
+from conformance.cluster import rbac
+from conformance.cluster.client import Cluster
+from conformance.common import interrupts
+from conformance.common.console import Progress
+from conformance.common.errors import NotConverged, UsageError
+from conformance.common.redact import redact_text
+from conformance.common.vocab import EXIT_FAILED, EXIT_OK
+from conformance.options import Options
+
+NAMESPACE = rbac.NAMESPACE
+SERVICE_ACCOUNT = rbac.SERVICE_ACCOUNT
+DEFAULT_IMAGE = f"gpu-conformance:{__version__}"
+DEFAULT_NAME = "gpuconf"
+RESULTS_MOUNT = "/results"
+COMPONENT = "gpuconf-results"  # the label the admission policy lets the ServiceAccount write
+JOB_LABEL = "gpuconf.io/job"
+RUN_LABEL = "gpuconf.io/run-id"
+CHUNK_ANNOTATION = "gpuconf.io/chunk"
+SHA_ANNOTATION = "gpuconf.io/sha256"
+DATA_KEY = "bundle.tar.gz"
+# A ConfigMap must stay below ~1 MiB in etcd; base64 makes 700 KiB of tar 933 KiB.
+CHUNK_BYTES = 700 * 1024
+# The pod's environment (set by the Job's downward API), read by `gpuconf job inside`.
+ENV_JOB_NAME = "GPUCONF_JOB_NAME"
+ENV_JOB_UID = "GPUCONF_JOB_UID"
+ENV_NAMESPACE = "GPUCONF_NAMESPACE"
+DEFAULT_TIMEOUT_S = 3600  # the Job's activeDeadlineSeconds: a whole run with GPU kernels
+POLL_S = 3.0
+HEARTBEAT_S = 30.0  # a progress line at least this often while the Job runs
+# The results are stored before the container exits, so they are there when the Job
+# completes; this covers an API server that is slow to show them.
+RESULTS_GRACE_S = 60.0
+JOB_DELETE_TIMEOUT_S = 60.0
+
+
+# --- render ------------------------------------------------------------------------------------
+@dataclass
+class JobSpec:
+    """What the Job runs: its name, image, `gpuconf run` flags and limits."""
+
+    name: str = DEFAULT_NAME
+    image: str = DEFAULT_IMAGE
+    run_args: list[str] = field(default_factory=list)
+    product_version: str | None = None
+    timeout_s: int = DEFAULT_TIMEOUT_S
+    image_pull_policy: str = "IfNotPresent"
+
+    def labels(self) -> dict[str, str]:
+        return {"app.kubernetes.io/name": "gpu-conformance",
+                "app.kubernetes.io/part-of": "gpu-conformance",
+                "app.kubernetes.io/component": "job", JOB_LABEL: self.name}
+
+
+def check_name(name: str) -> None:
+    import re
+
+    if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?", name):
+        raise UsageError(f"job name {name!r} is not a DNS label of at most 40 characters "
+                         "(lowercase letters, digits, '-'): pass another --name")
+
+
+def job_manifest(spec: JobSpec) -> dict[str, Any]:
+    """The Job: one pod, never restarted, as the least-privilege ServiceAccount."""
+    check_name(spec.name)
+    args = ["--results", RESULTS_MOUNT]
+    if spec.product_version:
+        args += ["--product-version", spec.product_version]
+    if spec.run_args:
+        args += ["--", *spec.run_args]
+
+    def label_env(name: str, label: str) -> dict[str, Any]:
+        return {"name": name, "valueFrom": {"fieldRef": {
+            "fieldPath": f"metadata.labels['{label}']"}}}
+
+    container = {
+        "name": "gpuconf",
+        "image": spec.image,
+        "imagePullPolicy": spec.image_pull_policy,
+        "command": ["gpuconf", "job", "inside"],
+        "args": args,
+        "env": [label_env(ENV_JOB_NAME, "job-name"),
+                label_env(ENV_JOB_UID, "batch.kubernetes.io/controller-uid"),
+                {"name": ENV_NAMESPACE, "valueFrom": {"fieldRef": {
+                    "fieldPath": "metadata.namespace"}}},
+                {"name": "HOME", "value": "/tmp"}],
+        "resources": {"requests": {"cpu": "250m", "memory": "256Mi"},
+                      "limits": {"memory": "1Gi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "results", "mountPath": RESULTS_MOUNT},
+                         {"name": "tmp", "mountPath": "/tmp"}],
+    }
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": spec.name, "namespace": NAMESPACE, "labels": spec.labels()},
+        "spec": {
+            "backoffLimit": 0,  # a conformance run is not retried behind the user's back
+            "activeDeadlineSeconds": spec.timeout_s,
+            "template": {
+                "metadata": {"labels": spec.labels()},
+                "spec": {
+                    "serviceAccountName": SERVICE_ACCOUNT,
+                    "restartPolicy": "Never",
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65532,
+                                        "runAsGroup": 65532, "fsGroup": 65532,
+                                        "seccompProfile": {"type": "RuntimeDefault"}},
+                    "containers": [container],
+                    "volumes": [{"name": "results", "emptyDir": {}},
+                                {"name": "tmp", "emptyDir": {}}],
+                },
+            },
+        },
+    }
+
+
+def render(spec: JobSpec) -> str:
+    """Every object `apply` creates, as one multi-document YAML (``kubectl apply -f -``)."""
+    docs = [*rbac.documents(), job_manifest(spec)]
+    return "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
+
+
+# --- apply, wait, fetch, delete ----------------------------------------------------------------
+def _policy_current(cluster: Cluster, progress: Progress) -> None:
+    """`rbac.apply` leaves existing objects as they are; an admission policy applied by an
+    older gpuconf would refuse the Job's results, so it is brought to the shipped one."""
+    from kubernetes import client
+
+    shipped = next(d for d in rbac.documents() if d["kind"] == "ValidatingAdmissionPolicy")
+    api = client.AdmissionregistrationV1Api(cluster.api_client)
+    live = api.read_validating_admission_policy(shipped["metadata"]["name"])
+    expressions = [v.expression for v in live.spec.validations or []]
+    if expressions != [v["expression"] for v in shipped["spec"]["validations"]]:
+        body = {**shipped, "metadata": {**shipped["metadata"],
+                                        "resourceVersion": live.metadata.resource_version}}
+        api.replace_validating_admission_policy(shipped["metadata"]["name"], body)
+        progress(f"updated ValidatingAdmissionPolicy/{shipped['metadata']['name']} to the "
+                 "shipped one (it lets the Job store its results)")
+
+
+def create_job(cluster: Cluster, spec: JobSpec, progress: Progress) -> dict[str, Any]:
+    for item in rbac.apply(cluster):
+        progress(f"applied {item}")
+    _policy_current(cluster, progress)
+    from kubernetes import client
+
+    batch = client.BatchV1Api(cluster.api_client)
+    try:
+        job = batch.create_namespaced_job(NAMESPACE, job_manifest(spec))
+    except ApiException as exc:
+        if exc.status == 409:
+            raise UsageError(f"a Job named {spec.name} already exists in {NAMESPACE}: "
+                             f"`gpuconf job delete --name {spec.name}`, or pass another "
+                             "--name") from None
+        raise
+    progress(f"created Job {NAMESPACE}/{spec.name} (image {spec.image})")
+    return job.to_dict()
+
+
+def _job(cluster: Cluster, name: str):
+    from kubernetes import client
+
+    try:
+        return client.BatchV1Api(cluster.api_client).read_namespaced_job(name, NAMESPACE)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def _finished(job) -> str | None:
+    """'Complete' or 'Failed' once the Job is done, else None."""
+    for cond in (job.status.conditions or []) if job and job.status else []:
+        if cond.type in ("Complete", "Failed") and cond.status == "True":
+            return cond.type
+    return None
+
+
+def _pod_state(cluster: Cluster, name: str) -> str:
+    pods = cluster.core.list_namespaced_pod(NAMESPACE, label_selector=f"job-name={name}").items
+    if not pods:
+        return "no pod yet"
+    pod = pods[-1]
+    where = f"on node {pod.spec.node_name}" if pod.spec.node_name else "not scheduled yet"
+    state = pod.status.phase or "Pending"
+    for cs in pod.status.container_statuses or []:
+        if cs.state and cs.state.waiting and cs.state.waiting.reason:
+            state += f" ({cs.state.waiting.reason})"
+        elif cs.state and cs.state.terminated:
+            state += f" (exit {cs.state.terminated.exit_code})"
+    return f"pod {pod.metadata.name} {where}, {state}"
+
+
+def wait_finished(cluster: Cluster, name: str, timeout_s: float, progress: Progress,
+                  clock: Callable[[], float] = time.monotonic) -> str:
+    """Wait for the Job to finish, saying what its pod does; 'Complete' or 'Failed'."""
+    start = clock()
+    last_state, last_said = "", start
+    while True:
+        job = _job(cluster, name)
+        if job is None:
+            raise NotConverged(f"Job {NAMESPACE}/{name} disappeared while waiting for it")
+        done = _finished(job)
+        try:
+            state = _pod_state(cluster, name)
+        except ApiException as exc:
+            state = f"pod state unknown ({exc.status} {exc.reason})"
+        now = clock()
+        if state != last_state or now - last_said >= HEARTBEAT_S:
+            progress(f"Job {name}: {state} ({now - start:.0f}s)")
+            last_state, last_said = state, now
+        if done:
+            progress(f"Job {name} {done.lower()} after {now - start:.0f}s")
+            return done
+        if now - start >= timeout_s:
+            raise NotConverged(f"Job {NAMESPACE}/{name} did not finish in {timeout_s:.0f}s "
+                               f"({state}): `gpuconf job fetch --name {name}` once it does")
+        time.sleep(POLL_S)
+
+
+def _chunks(cluster: Cluster, name: str) -> list:
+    return cluster.core.list_namespaced_config_map(
+        NAMESPACE, label_selector=f"{JOB_LABEL}={name},app.kubernetes.io/component={COMPONENT}"
+    ).items
+
+
+def fetch(cluster: Cluster, name: str, out_dir: Path, *, wait_s: float = 0.0,
+          progress: Progress | None = None) -> Path:
+    """Unpack the results the Job `name` stored into ``out_dir``; the folder."""
+    check_name(name)
+    deadline = time.monotonic() + wait_s
+    while True:
+        items = _chunks(cluster, name)
+        complete = _assemble(items)
+        if complete is not None or time.monotonic() >= deadline:
+            break
+        if progress:
+            progress(f"waiting for the results of Job {name} ({len(items)} part(s) so far)")
+        time.sleep(POLL_S)
+    if complete is None:
+        if not items and _job(cluster, name) is None:
+            raise UsageError(f"no Job {name} and no results of it in {NAMESPACE} "
+                             "(`gpuconf job apply` creates one; --name picks it)")
+        raise NotConverged(f"no complete results of Job {name} in {NAMESPACE} yet "
+                           f"({len(items)} part(s)): the pod stores them when the suites end; "
+                           "see `kubectl -n gpuconf-system logs job/" + name + "`")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    _extract(complete, out_dir)
+    return out_dir
+
+
+def _assemble(items: list) -> bytes | None:
+    """The tarball from its ConfigMap parts, or None while a part is missing."""
+    parts: dict[int, bytes] = {}
+    total, digest = None, None
+    for cm in items:
+        ann = cm.metadata.annotations or {}
+        try:
+            index, count = (int(x) for x in ann.get(CHUNK_ANNOTATION, "").split("/"))
+        except ValueError:
+            continue
+        total, digest = count, ann.get(SHA_ANNOTATION)
+        parts[index] = base64.b64decode((cm.binary_data or {}).get(DATA_KEY, ""))
+    if total is None or len(parts) != total:
+        return None
+    data = b"".join(parts[i] for i in range(total))
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise NotConverged("the stored results do not match their SHA-256 (a part was "
+                           "replaced or truncated): re-run the Job")
+    return data
+
+
+def _extract(data: bytes, out_dir: Path) -> None:
+    root = out_dir.resolve()
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            target = (root / member.name).resolve()
+            if not (member.isfile() or member.isdir()) or not target.is_relative_to(root):
+                raise NotConverged(f"refusing the results entry {member.name!r} (outside the "
+                                   "folder, or not a plain file)")
+        tar.extractall(root, filter="data")
+
+
+def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True) -> bool:
+    """Delete the Job, its pod and its stored results; False when there was no Job."""
+    from kubernetes import client
+
+    batch = client.BatchV1Api(cluster.api_client)
+    try:
+        batch.delete_namespaced_job(name, NAMESPACE, propagation_policy="Background")
+        found = True
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        found = False
+    for cm in _chunks(cluster, name):  # owned by the Job; deleted here too, at once
+        try:
+            cluster.core.delete_namespaced_config_map(cm.metadata.name, NAMESPACE)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
+    if found and wait:
+        from conformance.cluster.waits import wait_for
+
+        wait_for(f"Job {NAMESPACE}/{name} to be deleted", lambda: _job(cluster, name) is None,
+                 timeout=JOB_DELETE_TIMEOUT_S, interval=0.5)
+    if found:
+        progress(f"deleted Job {NAMESPACE}/{name} and its results")
+    return found
+
+
+def apply_and_wait(cluster: Cluster, spec: JobSpec, results: Path, progress: Progress, *,
+                   keep: bool = False, wait: bool = True,
+                   results_wait_s: float = RESULTS_GRACE_S) -> int:
+    """Create the Job, wait for it, fetch its results into ``results``; the run's exit code.
+
+    The Job is deleted afterwards (and on interrupt) unless ``keep``; when fetching fails it
+    is kept, so that nothing is lost, and the line says how to fetch and delete it.
+    """
+    from conformance.run.plan import check_writable, summarize
+
+    check_writable(results)
+    create_job(cluster, spec, progress)
+    if not wait:
+        progress(f"not waiting: `gpuconf job fetch --name {spec.name} --results DIR` once it "
+                 f"finishes, then `gpuconf job delete --name {spec.name}`")
+        return EXIT_OK
+    fetched = False
+    try:
+        outcome = wait_finished(cluster, spec.name, spec.timeout_s + 60, progress)
+        fetch(cluster, spec.name, results, wait_s=results_wait_s, progress=progress)
+        fetched = True
+        progress(f"results of Job {spec.name} in {results}")
+    except KeyboardInterrupt:
+        with interrupts.deferred():
+            progress(f"interrupted: deleting Job {spec.name} (its pod deletes what it created)")
+            delete(cluster, spec.name, progress, wait=False)
+        raise
+    finally:
+        if fetched and not keep:
+            with interrupts.deferred():
+                delete(cluster, spec.name, progress)
+        elif not fetched:
+            progress(f"kept Job {NAMESPACE}/{spec.name}: `gpuconf job fetch --name {spec.name}`"
+                     f", then `gpuconf job delete --name {spec.name}`")
+    verdict = summarize(results)
+    if outcome == "Failed" and verdict is None:
+        return EXIT_FAILED
+    return EXIT_OK if verdict == "PASS" else EXIT_FAILED
+
+
+# --- inside the pod ----------------------------------------------------------------------------
+def run_suites(options: Options, results: Path, progress: Progress) -> int:
+    """The suites against the cluster this process is in (no kubeconfig: in-cluster config)."""
+    from conformance.run.plan import RunPlan
+
+    opts = options.replace(target="existing", kubeconfig=options.kubeconfig,
+                           results=str(results))
+    return RunPlan(opts).execute(progress)
+
+
+def write_bundle(results: Path, product_version: str | None, progress: Progress) -> Path | None:
+    """The evidence bundle of the run in ``results`` into ``results/bundle`` (None: no run)."""
+    if not (results / "results.json").is_file() or not (results / "junit.xml").is_file():
+        progress(f"no results in {results}: no evidence bundle")
+        return None
+    from conformance.report.bundle import write_bundle as write
+
+    out = results / "bundle"
+    write(results, out, product_version=product_version)
+    progress(f"evidence bundle in {out}")
+    return out
+
+
+def pack(folder: Path) -> bytes:
+    """A gzipped tar of ``folder``'s contents (paths relative to it)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                tar.add(path, arcname=str(path.relative_to(folder)), recursive=False)
+    return buf.getvalue()
+
+
+def store(cluster: Cluster, data: bytes, job_name: str, job_uid: str | None, run_id: str,
+          progress: Progress) -> list[str]:
+    """Store ``data`` as ConfigMap parts of the Job (owned by it when its UID is known)."""
+    check_name(job_name)
+    digest = hashlib.sha256(data).hexdigest()
+    pieces = [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
+    owner = ([{"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job_uid,
+               "controller": False, "blockOwnerDeletion": False}] if job_uid else None)
+    names = []
+    for index, piece in enumerate(pieces):
+        name = f"{COMPONENT}-{job_name}-{index}"
+        body = {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": NAMESPACE,
+                             "labels": {"app.kubernetes.io/component": COMPONENT,
+                                        "app.kubernetes.io/part-of": "gpu-conformance",
+                                        JOB_LABEL: job_name, RUN_LABEL: run_id[:63]},
+                             "annotations": {CHUNK_ANNOTATION: f"{index}/{len(pieces)}",
+                                             SHA_ANNOTATION: digest},
+                             **({"ownerReferences": owner} if owner else {})},
+                "binaryData": {DATA_KEY: base64.b64encode(piece).decode()}}
+        cluster.core.create_namespaced_config_map(NAMESPACE, body)
+        names.append(name)
+    progress(f"stored the results ({len(data) / 1024:.0f} KiB) in {len(names)} ConfigMap(s) "
+             f"{NAMESPACE}/{COMPONENT}-{job_name}-*: `gpuconf job fetch --name {job_name}`")
+    return names
+
+
+def inside(options: Options, results: Path, product_version: str | None,
+           progress: Progress) -> int:
+    """`gpuconf job inside`: run, bundle, store; the run's exit code.
+
+    The Job's name and UID come from the pod's labels (downward API, see :func:`job_manifest`);
+    the results are stored whatever the verdict, and also when the run stopped early.
+    """
+    job_name = os.environ.get(ENV_JOB_NAME) or ""
+    if not job_name:
+        raise UsageError(f"`gpuconf job inside` runs in the pod of a gpuconf Job ({ENV_JOB_NAME} "
+                         "is not set): use `gpuconf job apply`, or `gpuconf run` outside one")
+    check_name(job_name)
+    from conformance.cluster.client import connect
+
+    cluster = connect(options.kubeconfig, options.context)
+    code = EXIT_FAILED
+    try:
+        code = run_suites(options, results, progress)
+    except UsageError as exc:
+        progress(f"the run could not start: {redact_text(str(exc))}")
+        (results / "error.txt").write_text(redact_text(str(exc)) + "\n")
+        code = exc.exit_code
+    finally:
+        with interrupts.deferred():
+            write_bundle(results, product_version, progress)
+            run_id = _run_id(results)
+            store(cluster, pack(results), job_name, os.environ.get(ENV_JOB_UID) or None,
+                  run_id, progress)
+    return code
+
+
+def _run_id(results: Path) -> str:
+    import json
+
+    try:
+        return str(json.loads((results / "results.json").read_text())["run"]["id"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return "none"
+
+
+# --- Sonobuoy ----------------------------------------------------------------------------------
+SONOBUOY_DIR_ENV = ("SONOBUOY_RESULTS_DIR", "RESULTS_DIR")  # the second: Sonobuoy's legacy name
+SONOBUOY_TARBALL = "gpuconf-results.tar.gz"
+
+
+def sonobuoy_results_dir() -> Path:
+    for env in SONOBUOY_DIR_ENV:
+        if os.environ.get(env):
+            return Path(os.environ[env])
+    raise UsageError("SONOBUOY_RESULTS_DIR is not set: `gpuconf sonobuoy-entrypoint` runs in a "
+                     "Sonobuoy plugin pod (sonobuoy run --plugin deploy/sonobuoy/"
+                     "gpuconf-plugin.yaml)")
+
+
+def sonobuoy_entrypoint(options: Options, product_version: str | None,
+                        progress: Progress) -> int:
+    """Run the suites, then hand Sonobuoy the bundle: a tarball and its path in ``done``.
+
+    The verdict travels in junit.xml (result-format junit), so this exits 0 once the ``done``
+    file is written, as Sonobuoy plugins do; the ``done`` file is written in every case, or
+    Sonobuoy would wait for it until its timeout.
+    """
+    out = sonobuoy_results_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    run_dir = out / "gpuconf-run"
+    error = None
+    try:
+        code = run_suites(options, run_dir, progress)
+        progress(f"suites finished (exit {code})")
+    except UsageError as exc:
+        error = redact_text(str(exc))
+        progress(f"the run could not start: {error}")
+    finally:
+        with interrupts.deferred():
+            bundle = write_bundle(run_dir, product_version, progress)
+            if bundle is None:
+                bundle = run_dir / "bundle"
+                bundle.mkdir(parents=True, exist_ok=True)
+                (bundle / "junit.xml").write_text(_error_junit(error or "the run left no "
+                                                                         "results"))
+            tarball = out / SONOBUOY_TARBALL
+            tarball.write_bytes(pack(bundle))
+            (out / "done").write_text(str(tarball))
+            progress(f"results for Sonobuoy: {tarball} (named in {out / 'done'})")
+    return EXIT_OK
+
+
+def _error_junit(message: str) -> str:
+    from xml.sax.saxutils import quoteattr
+
+    return ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="gpuconf" '
+            'tests="1" errors="1" failures="0" skipped="0"><testcase classname="gpuconf" '
+            f'name="gpuconf run"><error message={quoteattr(message)}/></testcase></testsuite>'
+            "</testsuites>\n")
