@@ -127,6 +127,11 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     _r("STACK-DCGM-002", "DCGM exporter serves DCGM_FI_DEV_* metrics for every GPU", "stack",
        "dcgm-exporter", "DCGM exporter: metrics endpoint unreachable or missing GPUs",
        targets=GPU_TARGETS, needs_gpu=True, cncf=("accelerator_metrics",)),
+    _r("STACK-DCGM-003", "Metrics endpoint has per-accelerator utilization and memory series "
+       "(as the ai-conformance test checks); temperature, power, interconnect reported",
+       "stack", "dcgm-exporter", "DCGM exporter: its collectors (the counters CSV of its "
+       "ConfigMap) leave out utilization or framebuffer fields, or drop the gpu/UUID labels",
+       targets=GPU_TARGETS, needs_gpu=True, cncf=("accelerator_metrics",)),
     # --- stack: node-level NVML inventory ----------------------------------------------
     _r("STACK-NODE-001", "NVML enumerates every GPU with model, memory and a distinct UUID",
        "stack", "node", "driver/NVML on the node", targets=LOCAL_GPU, needs_gpu=True,

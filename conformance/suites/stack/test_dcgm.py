@@ -6,21 +6,28 @@ own), as NVIDIA/aicr's conformance validator scrapes nvidia-dcgm-exporter:9400/m
 Checklist:
 - STACK-DCGM-002 DCGM_FI_DEV_* series (utilization, framebuffer) exist for as many GPUs as
   the GPU nodes report in nvidia.com/gpu.count
+- STACK-DCGM-003 accelerator_metrics as kubernetes-sigs/ai-conformance checks it
+  (TestAcceleratorPerformanceMetrics): per-accelerator utilization and memory series, each
+  with a device label (DCGM_FI_DEV_GPU_UTIL, DCGM_FI_DEV_FB_USED by name, as its
+  -metrics-utilization-metric / -metrics-memory-metric flags), for every GPU; temperature,
+  power and interconnect series reported (evidence accelerator-metrics.json) when present
 """
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from kubernetes.client.exceptions import ApiException
 
+from conformance.checks import accelerator_metrics as am
 from conformance.cluster import evidence as ev
 from conformance.nvidia import labels as L
 
 SERVICE = "nvidia-dcgm-exporter"
 PORT = "gpu-metrics"
-REQUIRED = ("DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_DEV_FB_USED")
+REQUIRED = (am.DCGM_UTILIZATION, am.DCGM_MEMORY)
 _SERIES = re.compile(r'^(DCGM_FI_DEV_[A-Z0-9_]+)\{([^}]*)\}', re.M)
 _UUID = re.compile(r'UUID="([^"]+)"')
 
@@ -34,15 +41,19 @@ def gpus_by_metric(text: str) -> dict[str, set[str]]:
     return out
 
 
-@pytest.mark.requirement("STACK-DCGM-002")
-def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, require_gpu_nodes, evidence):
-    ns = gpu_env.options.operator_namespace
+def scrape(cluster, ns: str) -> str:
+    """The exporter's /metrics through the API server's service proxy (a failure fails)."""
     try:
-        text = cluster.core.connect_get_namespaced_service_proxy_with_path(
+        return cluster.core.connect_get_namespaced_service_proxy_with_path(
             f"{SERVICE}:{PORT}", ns, "metrics")
     except ApiException as exc:
         pytest.fail(f"cannot read {ns}/{SERVICE}:{PORT}/metrics through the API server: "
                     f"{exc.status} {exc.reason}")
+
+
+@pytest.mark.requirement("STACK-DCGM-002")
+def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, require_gpu_nodes, evidence):
+    text = scrape(cluster, gpu_env.options.operator_namespace)
     evidence.append(ev.Evidence("dcgm-metrics.txt", text[:50_000]))
     expected = sum(n.int_label(L.COUNT) or 0 for n in require_gpu_nodes)
     seen = gpus_by_metric(text)
@@ -51,3 +62,22 @@ def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, require_gpu_nodes, evi
     short = {m: len(seen[m]) for m in REQUIRED if len(seen[m]) < expected}
     assert not short, (f"GPU nodes report {expected} GPUs, the exporter has series for fewer: "
                        f"{short}")
+
+
+@pytest.mark.requirement("STACK-DCGM-003")
+def test_per_accelerator_utilization_and_memory(cluster, gpu_env, require_gpu_nodes, evidence):
+    text = scrape(cluster, gpu_env.options.operator_namespace)
+    report = am.check(text)
+    evidence.append(ev.Evidence("accelerator-metrics.json", json.dumps(report.as_dict(),
+                                                                      indent=2),
+                                mime="application/json"))
+    assert report.samples, f"{SERVICE}:{PORT}/metrics serves no samples"
+    assert not report.missing(), (
+        f"no per-accelerator {' or '.join(report.missing())} series ({am.DCGM_UTILIZATION}, "
+        f"{am.DCGM_MEMORY}) carrying a device label ({', '.join(am.DEVICE_LABELS)}); "
+        f"SHOULD metrics: {report.optional_summary()}")
+    expected = sum(n.int_label(L.COUNT) or 0 for n in require_gpu_nodes)
+    for kind, found in (("utilization", report.utilization), ("memory", report.memory)):
+        devices = max(len(d) for d in found.values())
+        assert devices >= expected, (f"GPU nodes report {expected} GPUs, the {kind} series "
+                                     f"cover {devices} devices")
