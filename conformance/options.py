@@ -22,8 +22,10 @@ from typing import Any, Literal
 from conformance.common.vocab import TARGETS
 
 Scope = Literal["both", "pytest", "run"]
-SUITES = ("stack", "scheduling", "sharing", "operations")
-DEFAULT_SUITES = ("stack", "scheduling", "sharing")
+SUITES = ("stack", "scheduling", "sharing", "operations", "dra")
+# dra is a default: it checks a cluster that serves GPUs through the NVIDIA DRA driver and is
+# not-applicable, check by check, on one that does not.
+DEFAULT_SUITES = ("stack", "scheduling", "sharing", "dra")
 DEFAULT_CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 DEFAULT_WORKLOAD_IMAGE = "cupy/cupy:v13.3.0"
 
@@ -75,7 +77,7 @@ class Options:
                                           "(repeatable; unknown IDs exit 2)")
     suite: list[str] = _option(many=True, scope="run", choices=SUITES,
                                help="suite to run (repeatable; default stack, scheduling, "
-                                    "sharing)")
+                                    "sharing, dra)")
     disruptive: bool = _option(False, switch=True, help="also run checks that change the "
                                "cluster and restore it (the operations suite)")
     reconcile_timeout: float = _option(180.0, type=float, metavar="S",

@@ -7,12 +7,14 @@ import pytest
 from conformance import catalog
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.checks.rollout import OperatorView
+from conformance.cluster import dra as cluster_dra
 from conformance.cluster import evidence as ev
 from conformance.cluster import namespaces, views
 from conformance.cluster.client import Cluster
 from conformance.cluster.locks import held
 from conformance.common.vocab import TARGETS
 from conformance.nvidia.clusterpolicy import ClusterPolicy
+from conformance.plugin.api import not_applicable
 from conformance.plugin.recorder import Recorder
 from conformance.run.targets import Env
 
@@ -135,6 +137,32 @@ def gpu_allocation_lock(cluster: Cluster, gpu_env: Env):
     """Held while a check allocates GPUs, so parallel runs and workers do not interleave."""
     with held(cluster, GPU_ALLOCATION_LOCK, gpu_env.run_id):
         yield
+
+
+@pytest.fixture(scope="session")
+def dra_view(cluster: Cluster) -> cluster_dra.DraView:
+    """The DRA API, the NVIDIA DRA driver's DeviceClasses, pools and plugin pods (list calls,
+    read once per session)."""
+    return cluster_dra.read_view(cluster)
+
+
+@pytest.fixture(scope="session")
+def allocation_paths(gpu_nodes: list[GpuNode], dra_view: cluster_dra.DraView) -> dict[str, str]:
+    """How each GPU node hands out its GPUs: device-plugin, dra, both or none."""
+    return dra_view.paths(gpu_nodes)
+
+
+@pytest.fixture
+def require_device_plugin_nodes(require_gpu_nodes: list[GpuNode],
+                                allocation_paths: dict[str, str]) -> list[GpuNode]:
+    """GPU nodes the device plugin should serve: all but those the DRA driver serves alone;
+    not-applicable when DRA serves every one (the dra suite checks allocation there)."""
+    nodes = [n for n in require_gpu_nodes if allocation_paths.get(n.name) != "dra"]
+    if not nodes:
+        not_applicable(f"the NVIDIA DRA driver serves all {len(require_gpu_nodes)} GPU node(s) "
+                       "and none advertises nvidia.com/gpu through the device plugin: the dra "
+                       "suite checks allocation there")
+    return nodes
 
 
 @pytest.fixture

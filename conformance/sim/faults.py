@@ -117,6 +117,51 @@ FAULTS: tuple[Fault, ...] = (
           "the operator stand-in stops reconciling ClusterPolicy and node-label changes",
           "a ClusterPolicy change never reaches the operands",
           "operator reconcile loop stuck -> GPU Operator pod/logs"),
+    # --- DRA: the NVIDIA DRA driver (sim/dra.py plays them) ---------------------------------
+    Fault("dra-pool-incomplete",
+          "one node's gpu.nvidia.com pool says resourceSliceCount 2 but publishes one slice",
+          "claims never get that node's GPUs: the scheduler ignores an incomplete pool",
+          "incomplete pool -> the DRA kubelet plugin of that node (its log, a crashed publish)",
+          profile="dra"),
+    Fault("dra-version-not-semver",
+          "one node's driverVersion attribute is nvidia-smi's 580.105.08, not semver: the API "
+          "server rejects the whole ResourceSlice",
+          "claims for that node's GPUs stay Pending while its DRA plugin pod looks Ready",
+          "no ResourceSlice -> the DRA kubelet plugin's log (a version attribute the API "
+          "server refused)", profile="dra"),
+    Fault("dra-attributes-disagree",
+          "one A100 node's devices claim productName H100 and cudaComputeCapability 9.0",
+          "an FP8 claim selecting cudaComputeCapability >= 9.0 gets an A100",
+          "device attributes vs GFD/NVML -> the DRA driver's device discovery",
+          profile="dra"),
+    Fault("dra-stale-attributes",
+          "one node's slice carries the v25.3 attribute set (index, minor, pcieBusID) while "
+          "its plugin runs v0.4.1",
+          "CEL selectors on resource.kubernetes.io/pciBusID miss that node's GPUs",
+          "stale ResourceSlice -> the DRA kubelet plugin did not republish after an upgrade",
+          profile="dra"),
+    Fault("dra-mig-parent-offered",
+          "one MIG node offers each MIG-enabled GPU whole beside its own MIG devices "
+          "(dra-driver-nvidia-gpu#719)",
+          "a GPU and its MIG slices are allocated to different pods at once",
+          "MIG devices and parent offered together -> the DRA driver's MIG discovery",
+          profile="dra-mig"),
+    Fault("dra-class-selector-wrong",
+          "the gpu.nvidia.com DeviceClass selects type == 'GPU', which no device has",
+          "every claim for a gpu.nvidia.com device stays Pending: cannot allocate all claims",
+          "DeviceClass selector -> the DRA driver chart's DeviceClasses (hand-edited?)",
+          profile="dra"),
+    Fault("dra-both-paths",
+          "the DRA kubelet plugin also runs on a device plugin node: its GPUs are offered as "
+          "nvidia.com/gpu and as gpu.nvidia.com devices",
+          "more GPU pods are admitted on the node than it has GPUs (over-admission)",
+          "GPUs offered twice -> DRA driver and device plugin on one node (the chart's "
+          "gpuResourcesEnabledOverride)", profile="dra-mixed"),
+    Fault("dra-sharing-config-invalid",
+          "a team's ResourceClaimTemplate asks for MPS with defaultActiveThreadPercentage 150",
+          "its pods never start: the driver refuses the claim's GpuConfig at prepare",
+          "DRA sharing config -> the claim's GpuConfig (and the driver's feature gates)",
+          profile="dra"),
 )
 
 BY_NAME = {f.name: f for f in FAULTS}

@@ -82,7 +82,8 @@ def _operator_labels(group: NodeGroup) -> tuple[tuple[str, str], ...]:
     labels = {NFD_PCI_LABEL: "true", "nvidia.com/gpu.present": "true",
               "nvidia.com/gpu.workload.config": "container",
               "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}
-    labels.update({f"nvidia.com/gpu.deploy.{op}": "true" for op in DEPLOY_OPERANDS})
+    labels.update({f"nvidia.com/gpu.deploy.{op}": "true" for op in DEPLOY_OPERANDS
+                   if not (op == "device-plugin" and group.allocation == "dra")})
     if group.model.mig_capable:
         labels["nvidia.com/gpu.deploy.mig-manager"] = "true"
         labels["nvidia.com/mig.config"] = group.mig_config
@@ -165,6 +166,8 @@ def gpu_resources(group: NodeGroup) -> dict[str, int]:
     Time-Slicing": 8 GPUs x 10 replicas advertise ``nvidia.com/gpu: 80``).
     """
     out: dict[str, int] = {}
+    if group.allocation == "dra":  # the DRA driver offers them as devices, not resources
+        return out
     for name, count in group.base_resources().items():
         if group.sharing is None:
             out[name] = count

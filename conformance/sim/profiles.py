@@ -66,6 +66,7 @@ class Taint:
 
 
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
+ALLOCATIONS = ("device-plugin", "dra")
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,11 @@ class NodeGroup:
     sharing: SharingConfig | None = None
     taints: tuple[Taint, ...] = ()
     pods: int = 110
+    # How the node hands out its GPUs: the device plugin (nvidia.com/gpu in its capacity) or
+    # the NVIDIA DRA driver (a gpu.nvidia.com ResourceSlice pool; sim/dra.py plays it).
+    allocation: str = "device-plugin"
+
+
 
     def __post_init__(self) -> None:
         where = f"node group {self.name!r}"
@@ -98,6 +104,13 @@ class NodeGroup:
             raise ValueError(f"{where}: machine type {self.machine_type!r} is not a label value")
         if self.cpu < 1 or self.memory_gib < 1 or self.pods < 1:
             raise ValueError(f"{where}: cpu, memory and pods must be positive")
+        if self.allocation not in ALLOCATIONS:
+            raise ValueError(f"{where}: allocation {self.allocation!r} is not one of "
+                             f"{', '.join(ALLOCATIONS)}")
+        if self.allocation == "dra" and (self.gpu_model is None or self.sharing is not None):
+            raise ValueError(f"{where}: a DRA group has GPUs and no device plugin sharing "
+                             "config (DRA shares through claims)")
+
         if self.gpu_model is None:
             self._check_cpu_group(where)
         else:
@@ -332,6 +345,27 @@ def _profiles() -> dict[str, Profile]:
                            **_P5), cpu_group())),
         Profile("large", "500 nodes x 8 H100 (list/watch scale), plus a CPU node",
                 (gpu_group("h100", 500, H100, 8, **_P5), cpu_group())),
+        # --- DRA: the NVIDIA DRA driver (gpu.nvidia.com) hands out the GPUs (sim/dra.py) ---
+        Profile("dra", "DRA only: 1 x 8 A100-40GB (compute 8.0) and 2 x 8 H100 (9.0) publish "
+                "gpu.nvidia.com pools; no nvidia.com/gpu in their capacity",
+                (gpu_group("a100", 1, A100_40GB, 8, name_prefix="dra-a100", allocation="dra",
+                           **_P4D),
+                 gpu_group("h100", 2, H100, 8, name_prefix="dra-h100", allocation="dra", **_P5),
+                 cpu_group())),
+        Profile("dra-mig", "DRA with static MIG devices: A100 all-balanced and H100 "
+                "all-1g.10gb, announced as mig.nvidia.com devices",
+                (gpu_group("a100", 1, A100_40GB, 8, name_prefix="dra-mig-a100",
+                           mig_strategy="mixed", mig_config="all-balanced", allocation="dra",
+                           **_P4D),
+                 gpu_group("h100", 1, H100, 8, name_prefix="dra-mig-h100", mig_strategy="mixed",
+                           mig_config="all-1g.10gb", allocation="dra", **_P5), cpu_group())),
+        Profile("dra-mixed", "device plugin on 2 x 8 H100, the DRA driver on 2 x 8 H200",
+                (gpu_group("h100", 2, H100, 8, **_P5),
+                 gpu_group("h200", 2, H200, 8, name_prefix="dra-h200", allocation="dra",
+                           **_P5EN), cpu_group())),
+        Profile("dra-large", "500 DRA nodes x 8 H100 (list/watch scale of the DRA suite), plus "
+                "a CPU node", (gpu_group("h100", 500, H100, 8, name_prefix="dra-h100",
+                                         allocation="dra", **_P5), cpu_group())),
     )
     return {p.name: p for p in profiles}
 

@@ -31,7 +31,7 @@ from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import driver, operands
 from conformance.nvidia import labels as L
-from conformance.sim import gfd, profiles
+from conformance.sim import dra, gfd, profiles
 from conformance.sim.faults import validate as validate_faults
 
 log = logging.getLogger("gpuconf.standin")
@@ -248,6 +248,7 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
     if nodes:
         progress(f"writing {state.profile} nodes")
         _apply_nodes(cluster, plan_nodes(state))
+    dra.reconcile(cluster, state, progress)  # the NVIDIA DRA driver, whoever runs the stack
     if state.operator == "chart":
         # The chart brings the namespace, CRD, operator Deployment and ClusterPolicy; the
         # controller loop plays the operator once they exist.
@@ -658,6 +659,7 @@ def control_once(cluster: Cluster) -> None:
     state = load_state(cluster)
     if state is None or state.has("standin-ignores-changes"):
         return
+    dra.control_once(cluster, state)
     try:
         policy = cluster.custom.get_cluster_custom_object(
             "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY)

@@ -73,7 +73,8 @@ def _contract(source: str, name: str) -> list[re.Pattern[str]]:
     return list(contract.packaged_contract(name))
 
 
-EXPECTED_CONTRACT = {"mig-single": contract.MIG_SINGLE, "mig-mixed": contract.MIG_MIXED}
+EXPECTED_CONTRACT = {"mig-single": contract.MIG_SINGLE, "mig-mixed": contract.MIG_MIXED,
+                     "dra-mig": contract.MIG_MIXED}
 
 
 @pytest.mark.parametrize("source", ["packaged", "upstream"])
@@ -412,6 +413,8 @@ def test_profile_table():
         "healthy": (2, 16, 1), "heterogeneous": (5, 40, 1), "time-slicing": (2, 4, 1),
         "time-slicing-renamed": (2, 4, 1), "mig-single": (3, 24, 1), "mig-mixed": (3, 24, 1),
         "large": (500, 4000, 1),
+        "dra": (3, 24, 1), "dra-mig": (2, 16, 1), "dra-mixed": (4, 32, 1),
+        "dra-large": (500, 4000, 1),
     }
     assert {n: (p.gpu_node_count, p.physical_gpus, p.node_count - p.gpu_node_count)
             for n, p in PROFILES.items()} == expected

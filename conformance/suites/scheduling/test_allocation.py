@@ -17,8 +17,9 @@ from conformance.cluster.pods import PodSpec
 
 @pytest.mark.requirement("SCHED-ALLOC-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, require_gpu_nodes):
-    choice = allocation.pick_node(cluster, require_gpu_nodes)
+def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env,
+                                               require_device_plugin_nodes):
+    choice = allocation.pick_node(cluster, require_device_plugin_nodes)
     assert choice is not None, (
         "no schedulable GPU node has free GPUs to allocate: nodes advertise no GPU resource "
         "(device plugin) or every GPU node carries a taint GPU pods do not tolerate")
@@ -33,15 +34,17 @@ def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, requ
 
 @pytest.mark.requirement("SCHED-ALLOC-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_multi_gpu_request_lands_on_one_node(cluster, namespace, gpu_env, require_gpu_nodes):
-    choice = allocation.pick_node(cluster, require_gpu_nodes)
+def test_multi_gpu_request_lands_on_one_node(cluster, namespace, gpu_env, gpu_nodes,
+                                             require_device_plugin_nodes):
+    choice = allocation.pick_node(cluster, require_device_plugin_nodes)
     assert choice is not None, "no schedulable GPU node has free GPUs"
     _node, resource, free = choice
     fits = pods.create(cluster, namespace, PodSpec("multi", gpus=free, resource=resource),
                        gpu_env.run_id)
     landed = pods.wait_scheduled(cluster, namespace, fits)
-    assert landed in {n.name for n in require_gpu_nodes}, f"landed on non-GPU node {landed}"
-    largest = max(n.gpu_resources.get(resource, 0) for n in require_gpu_nodes)
+    # any GPU node: the DRA driver may serve nvidia.com/gpu too (DRAExtendedResource)
+    assert landed in {n.name for n in gpu_nodes}, f"landed on non-GPU node {landed}"
+    largest = max(n.gpu_resources.get(resource, 0) for n in require_device_plugin_nodes)
     too_big = pods.create(cluster, namespace, PodSpec("toobig", gpus=largest + 1,
                                                       resource=resource), gpu_env.run_id)
     reason = pods.wait_unschedulable(cluster, namespace, too_big)

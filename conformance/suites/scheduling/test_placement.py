@@ -33,11 +33,12 @@ def _products(nodes) -> dict[str, list]:
 
 @pytest.mark.requirement("SCHED-PLACE-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env,
-                                                  require_gpu_nodes):
-    products = _products(require_gpu_nodes)
+def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env, gpu_nodes,
+                                                  require_device_plugin_nodes):
+    products = _products(require_device_plugin_nodes)
     assert products, f"no GPU node carries {L.PRODUCT}: GFD labels are missing"
-    by_name = {n.name: n for n in require_gpu_nodes}
+    # any GPU node: the DRA driver may serve nvidia.com/gpu too (DRAExtendedResource)
+    by_name = {n.name: n for n in gpu_nodes}
     wrong = []
     for product, nodes in sorted(products.items())[:4]:
         resource = nodes[0].main_resource[0]
@@ -65,13 +66,13 @@ def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env,
 
 @pytest.mark.requirement("SCHED-PLACE-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_compute_capability_affinity_places_on_new_generation(request, cluster, namespace,
-                                                               gpu_env, require_gpu_nodes):
+def test_compute_capability_affinity_places_on_new_generation(
+        request, cluster, namespace, gpu_env, gpu_nodes, require_device_plugin_nodes):
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": L.COMPUTE_MAJOR, "operator": "Gt", "values": ["8"]}]}]}}}
-    eligible = [n for n in require_gpu_nodes if (n.int_label(L.COMPUTE_MAJOR) or 0) >= 9]
-    resource = (eligible or require_gpu_nodes)[0].main_resource[0]
+    eligible = [n for n in require_device_plugin_nodes if (n.int_label(L.COMPUTE_MAJOR) or 0) >= 9]
+    resource = (eligible or require_device_plugin_nodes)[0].main_resource[0]
     assert resource is not None, (
         "no GPU node advertises a GPU resource: FP8 pods would stay Pending (device plugin)")
     names = [pods.create(cluster, namespace, PodSpec("fp8", gpus=1, resource=resource,
@@ -81,7 +82,7 @@ def test_compute_capability_affinity_places_on_new_generation(request, cluster, 
         reason = pods.wait_unschedulable(cluster, namespace, names[0])
         finding(request, f"no Hopper-or-newer GPU node: FP8 pods stay Pending ({reason})")
         return
-    by_name = {n.name: n for n in require_gpu_nodes}
+    by_name = {n.name: n for n in gpu_nodes}  # the DRA driver may serve nvidia.com/gpu too
     landed = [by_name.get(pods.wait_scheduled(cluster, namespace, n)) for n in names]
     old = [n.name for n in landed if n is None or (_real_compute_major(n) or 0) < 9]
     assert not old, f"pods requiring compute.major > 8 landed on older GPUs: {old}"

@@ -28,8 +28,8 @@ def _node_table(nodes: list[GpuNode]) -> str:
 
 
 @pytest.mark.requirement("STACK-DP-002")
-def test_gpu_resource_advertised(require_gpu_nodes, evidence):
-    nodes = [n for n in require_gpu_nodes if n.deploys("device-plugin")]
+def test_gpu_resource_advertised(require_device_plugin_nodes, evidence):
+    nodes = [n for n in require_device_plugin_nodes if n.deploys("device-plugin")]
     if not nodes:
         not_applicable("the device plugin is switched off on every GPU node")
     evidence.append(ev.Evidence("gpu-resources.txt", _node_table(nodes)))

@@ -45,15 +45,17 @@ def _expected_nodes(op: operands.Operand, nodes) -> list[str]:
     pytest.param(operands.get_operand(key), id=operands.get_operand(key).name,
                  marks=pytest.mark.requirement(req)) for req, key in CHECKED.items()])
 def test_operand_rolled_out_on_every_gpu_node(op, cluster, cluster_policy, operator_view,
-                                              require_gpu_nodes, evidence):
+                                              require_gpu_nodes, allocation_paths, evidence):
     if cluster_policy is None:
         not_applicable("no ClusterPolicy: the GPU Operator does not manage this cluster")
     if not cluster_policy.enables(op):
         not_applicable(f"switched off in the ClusterPolicy ({op.spec_path}=false"
                        + (", or MIG is off" if op.mig_only else "") + ")")
-    nodes = _expected_nodes(op, require_gpu_nodes)
+    nodes = _expected_nodes(op, [n for n in require_gpu_nodes if op.key != "device-plugin"
+                                 or allocation_paths.get(n.name) != "dra"])
     if not nodes:
-        not_applicable(f"no GPU node should run {op.name}")
+        not_applicable(f"no GPU node should run {op.name}"
+                       + (" (the DRA driver serves them)" if op.key == "device-plugin" else ""))
     result = rollout.rollout(operator_view, op.name, op.app, nodes)
     if op.name in operator_view.daemonsets:
         evidence.append(ev.Evidence(f"{op.name}.yaml", ev.to_yaml(operator_view.daemonsets[

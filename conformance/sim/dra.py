@@ -1,0 +1,468 @@
+"""The NVIDIA DRA driver stand-in: what ``gpu.nvidia.com`` would write on simulated nodes.
+
+Through the real API server only, so the real kube-scheduler allocates real ResourceClaims
+against what is written here (KWOK runs no kubelet plugin: nothing is prepared on a node):
+
+- the driver's DeviceClasses as its chart renders them for ``resource.k8s.io/v1`` with
+  ``resources.gpus.enabled`` and ``gpuResourcesEnabledOverride`` (``nvidia.dra``: gpu, mig and
+  vfio; compute domains off), ``extendedResourceName: nvidia.com/gpu`` on ``gpu.nvidia.com``;
+- the chart's kubelet plugin DaemonSet (namespace ``nvidia-dra-driver-gpu``), scheduled by the
+  chart value ``kubeletPlugin.nodeSelector`` onto nodes labelled
+  ``nvidia.com/gpu.deploy.dra-driver=true``: the nodes of the profile's DRA groups;
+- one ResourceSlice pool per node the plugin is scheduled on, with the v0.4.1 attribute set of
+  ``cmd/gpu-kubelet-plugin/{deviceinfo,mig}.go``: ``gpu-<minor>`` per GPU, or per static MIG
+  device ``gpu-<minor>-mig-<profile>-<profileId>-<placement>``; versions semver-normalised as
+  the driver does (580.105.08 -> 580.105.8).
+
+Pools follow the objects a user controls: a node gets a pool when it carries the plugin's node
+label and the DaemonSet exists; remove either and its pool goes. Faults change what is written
+(``FAULT_NAMES``). ``reconcile`` runs with ``sim up``/``sim set``; ``control_once`` from the
+stand-in's controller loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+
+from kubernetes.client.exceptions import ApiException
+
+from conformance.cluster import namespaces
+from conformance.cluster.client import Cluster
+from conformance.cluster.waits import WaitTimeout, wait_for
+from conformance.common.console import Progress
+from conformance.nvidia import dra, operands
+from conformance.nvidia.gpu_models import MigProfile
+from conformance.sim import profiles
+
+log = logging.getLogger("gpuconf.standin.dra")
+
+NAMESPACE = "nvidia-dra-driver-gpu"  # NVIDIA's documented install namespace
+RELEASE = "nvidia-dra-driver-gpu"  # the Helm release name of the chart
+CHART_NAME = "dra-driver-nvidia-gpu"
+CHART_VERSION = "0.4.1"
+IMAGE = f"registry.k8s.io/dra-driver-nvidia/{CHART_NAME}:v{CHART_VERSION}"
+PLUGIN_DS = f"{CHART_NAME}-kubelet-plugin"
+COMPONENT_LABEL = f"{CHART_NAME}-component"  # the chart's selectorLabels
+OWNER_LABEL = "sim.gpuconf.io/dra-driver"
+HASH_ANNOTATION = "sim.gpuconf.io/spec-hash"
+SHARING_NAMESPACE = "inference-team"
+SHARING_TEMPLATE = "mps-shared-gpu"
+# A plugin pod on every DRA node of a 500-node profile: bounded like the operands' rollout.
+ROLLOUT_BASE_S, ROLLOUT_PER_NODE_S = 60.0, 0.5
+LOOP_PERIOD_S = 5.0  # the controller loop runs every second; a full pass of 500 slices, not
+
+FAULT_NAMES = ("dra-pool-incomplete", "dra-version-not-semver", "dra-attributes-disagree",
+               "dra-stale-attributes", "dra-mig-parent-offered", "dra-class-selector-wrong",
+               "dra-both-paths", "dra-sharing-config-invalid")
+WRONG_SELECTOR = ("device.driver == 'gpu.nvidia.com' && "
+                  "device.attributes['gpu.nvidia.com'].type == 'GPU'")  # matches no device
+# What the attributes-disagree fault publishes: another generation's name and capability.
+DISAGREEING = {"productName": "NVIDIA H100 80GB HBM3", "cudaComputeCapability": "9.0.0"}
+# GPU instance profile IDs (nvidia-smi mig -lgip) by profile size.
+_GI_PROFILE_ID = {"1g": 19, "1g+me": 20, "1g.20gb": 15, "2g": 14, "3g": 9, "4g": 5, "7g": 0}
+_ARCHITECTURE = {"hopper": "Hopper", "ampere": "Ampere", "ada-lovelace": "Ada Lovelace",
+                 "turing": "Turing", "blackwell": "Blackwell", "volta": "Volta"}
+
+_last_pass = 0.0
+
+
+# ---- what the driver publishes (pure) --------------------------------------------------------
+def _uuid(*parts: object) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, "gpuconf-sim/" + "/".join(map(str, parts))))
+
+
+def _string(value: str) -> dict:
+    return {"string": value}
+
+
+def _version(value: str) -> dict:
+    return {"version": value}
+
+
+def gpu_attributes(group: profiles.NodeGroup, node: str, minor: int) -> dict[str, dict]:
+    """``GpuInfo.Attributes()`` of GPU ``minor`` on ``node`` (v0.4.1)."""
+    model = group.model
+    bus = f"0000:{0x18 + 0x10 * minor:02x}:00.0"
+    return {
+        "type": _string(dra.TYPE_GPU),
+        "uuid": _string("GPU-" + _uuid(node, minor)),
+        "productName": _string(model.nvml_name),
+        "brand": _string("Nvidia"),
+        "architecture": _string(_ARCHITECTURE.get(model.family, model.family.title())),
+        "cudaComputeCapability": _version(dra.semver(f"{model.compute_major}."
+                                                     f"{model.compute_minor}")),
+        "driverVersion": _version(dra.semver(group.driver_version)),
+        "cudaDriverVersion": _version(dra.semver(group.cuda_version)),
+        dra.PCI_BUS_ID: _string(bus),
+        dra.PCIE_ROOT: _string(f"pci0000:{0x10 + 0x10 * (minor // 4):02x}"),
+    }
+
+
+def _mig_capacity(profile: MigProfile) -> dict[str, dict]:
+    """``CommonCapacitiesMig``: the profile's engines and its memory in bytes."""
+    values = {"multiprocessors": profile.multiprocessors, "copyEngines": profile.copy_engines,
+              "decoders": profile.decoders, "encoders": profile.encoders,
+              "jpegEngines": profile.jpeg, "ofaEngines": profile.ofa}
+    out = {k: {"value": str(v)} for k, v in values.items()}
+    out["memory"] = {"value": f"{profile.memory_mib}Mi"}
+    return out
+
+
+def _gi_profile_id(name: str) -> int:
+    return _GI_PROFILE_ID.get(name, _GI_PROFILE_ID.get(name.split(".")[0], 0))
+
+
+def devices(group: profiles.NodeGroup, node: str) -> list[dict]:
+    """The devices of one node's pool: full GPUs, or the static MIG devices of its layout."""
+    model = group.model
+    out = []
+    for minor in range(group.gpus_per_node):
+        parent = gpu_attributes(group, node, minor)
+        if not group.mig_enabled:
+            out.append({"name": f"gpu-{minor}", "attributes": parent,
+                        "capacity": {"memory": {"value": f"{model.memory_mib}Mi"}}})
+            continue
+        start = 0
+        for name, count in group.mig_layout:
+            profile = model.mig_profile(name)
+            for _ in range(count):
+                attrs = {k: v for k, v in parent.items() if k != "uuid"}
+                attrs.update({"type": _string(dra.TYPE_MIG),
+                              "uuid": _string("MIG-" + _uuid(node, minor, name, start)),
+                              "parentUUID": parent["uuid"], "profile": _string(name)})
+                capacity = _mig_capacity(profile)
+                capacity.update({f"memorySlice{i}": {"value": "1"}
+                                 for i in range(start, start + profile.gi_slices)})
+                pname = name.replace(".", "").lower()
+                out.append({"name": f"gpu-{minor}-mig-{pname}-{_gi_profile_id(name)}-{start}",
+                            "attributes": attrs, "capacity": capacity})
+                start += profile.gi_slices
+    return out
+
+
+def _with_faults(faults: list[str], group: profiles.NodeGroup, node: str, devs: list[dict],
+                 first: bool) -> tuple[list[dict], int]:
+    """(devices, resourceSliceCount) of one node's pool with the faults that break it."""
+    count = 1
+    if not first:
+        return devs, count
+    if "dra-pool-incomplete" in faults:
+        count = 2  # the plugin says two slices make the pool; only one is ever written
+    if "dra-version-not-semver" in faults:
+        for d in devs:  # nvidia-smi's text, not normalised: the API server refuses the slice
+            d["attributes"]["driverVersion"] = _version(group.driver_version)
+    if "dra-attributes-disagree" in faults:
+        for d in devs:
+            d["attributes"].update({"productName": _string(DISAGREEING["productName"]),
+                                    "cudaComputeCapability": _version(
+                                        DISAGREEING["cudaComputeCapability"])})
+    if "dra-stale-attributes" in faults:  # a v25.3 plugin's slice left behind
+        for i, d in enumerate(devs):
+            bus = d["attributes"].pop(dra.PCI_BUS_ID, _string(""))
+            d["attributes"].update({"index": {"int": i}, "minor": {"int": i},
+                                    "pcieBusID": bus})
+    if "dra-mig-parent-offered" in faults and group.mig_enabled:  # issue #719
+        whole = [d for d in devices(_without_mig(group), node)]
+        devs = whole + devs
+    return devs, count
+
+
+def _without_mig(group: profiles.NodeGroup) -> profiles.NodeGroup:
+    import dataclasses
+
+    return dataclasses.replace(group, mig_config=profiles.MIG_DISABLED)
+
+
+def slice_manifest(node: str, node_uid: str | None, devs: list[dict], count: int,
+                   generation: int = 1) -> dict:
+    spec = {"driver": dra.DRIVER, "nodeName": node,
+            "pool": {"name": node, "generation": generation, "resourceSliceCount": count},
+            "devices": devs}
+    digest = hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    metadata: dict = {"name": f"{node}-{dra.DRIVER}-sim", "labels": {OWNER_LABEL: "true"},
+                      "annotations": {HASH_ANNOTATION: digest}}
+    if node_uid:  # as the kubelet plugin does: the slice goes with its node
+        metadata["ownerReferences"] = [{"apiVersion": "v1", "kind": "Node", "name": node,
+                                        "uid": node_uid, "controller": True}]
+    return {"apiVersion": dra.RESOURCE_API, "kind": "ResourceSlice", "metadata": metadata,
+            "spec": spec}
+
+
+def device_classes(faults: list[str]) -> list[dict]:
+    out = []
+    for known in dra.DEVICE_CLASSES:
+        if known.compute_domains:  # resources.computeDomains.enabled=false
+            continue
+        body = known.manifest()
+        body["metadata"]["labels"] = {OWNER_LABEL: "true",
+                                      "app.kubernetes.io/managed-by": "Helm"}
+        if known is dra.GPU_CLASS and "dra-class-selector-wrong" in faults:
+            body["spec"]["selectors"] = [{"cel": {"expression": WRONG_SELECTOR}}]
+        out.append(body)
+    return out
+
+
+def plugin_daemonset() -> dict:
+    selector = {"app.kubernetes.io/name": CHART_NAME, COMPONENT_LABEL: "kubelet-plugin"}
+    labels = {**selector, "app.kubernetes.io/instance": RELEASE, OWNER_LABEL: "true"}
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": PLUGIN_DS, "namespace": NAMESPACE,
+                     "labels": {**labels, "helm.sh/chart": f"{CHART_NAME}-{CHART_VERSION}",
+                                "app.kubernetes.io/version": CHART_VERSION}},
+        "spec": {
+            "selector": {"matchLabels": selector},
+            "updateStrategy": {"type": "RollingUpdate",
+                               "rollingUpdate": {"maxUnavailable": "100%"}},
+            "template": {"metadata": {"labels": labels}, "spec": {
+                "nodeSelector": {dra.DEPLOY_DRA_DRIVER: "true"},
+                "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
+                "priorityClassName": "system-node-critical",
+                "containers": [{"name": dra.GPU_CONTAINER, "image": IMAGE}]}},
+        },
+    }
+
+
+def sharing_template() -> dict:
+    """A team's claim template asking for MPS with an impossible thread percentage."""
+    config = dra.gpu_config("MPS", defaultActiveThreadPercentage=150)
+    return {"apiVersion": dra.RESOURCE_API, "kind": "ResourceClaimTemplate",
+            "metadata": {"name": SHARING_TEMPLATE, "namespace": SHARING_NAMESPACE,
+                         "labels": {OWNER_LABEL: "true"}},
+            "spec": {"spec": {"devices": {
+                "requests": [{"name": "gpu", "exactly": {"deviceClassName": dra.GPU_CLASS.name}}],
+                "config": [{"opaque": {"driver": dra.DRIVER, "parameters": config}}]}}}}
+
+
+def dra_nodes(profile: profiles.Profile, faults: list[str]) -> Iterator[tuple[profiles.NodeGroup,
+                                                                             str, bool]]:
+    """(group, node, is the first DRA node) of every node the plugin runs on: the DRA groups'
+    nodes, plus the first device plugin node under dra-both-paths."""
+    first = True
+    for group, _i, name in profile.iter_nodes():
+        if group.is_gpu and group.allocation == "dra":
+            yield group, name, first
+            first = False
+    if "dra-both-paths" in faults:
+        plugin_node = next(((g, n) for g, _i, n in profile.iter_nodes()
+                            if g.is_gpu and g.allocation != "dra"), None)
+        if plugin_node:
+            yield plugin_node[0], plugin_node[1], False
+
+
+def wanted(profile: profiles.Profile, faults: list[str]) -> bool:
+    return any(g.allocation == "dra" for g in profile.gpu_groups)
+
+
+# ---- apply ---------------------------------------------------------------------------------
+def reconcile(cluster: Cluster, state, progress: Progress = lambda _m: None) -> None:
+    """Write (or remove) the DRA driver of ``state``'s profile and faults, then wait until its
+    kubelet plugin runs on every DRA node."""
+    profile = state.resolve_profile()
+    faults = list(state.faults)
+    if not wanted(profile, faults):
+        _remove(cluster)
+        return
+    progress("playing the NVIDIA DRA driver (DeviceClasses, kubelet plugin, ResourceSlices)")
+    _ensure_namespace(cluster, NAMESPACE)
+    for body in device_classes(faults):
+        _apply_cluster_object(cluster, "deviceclasses", body)
+    _label_nodes(cluster, {n for _g, n, _f in dra_nodes(profile, faults)})
+    _create_or_replace_daemonset(cluster, plugin_daemonset())
+    _sync_slices(cluster, profile, faults)
+    _ensure_sharing_template(cluster, "dra-sharing-config-invalid" in faults)
+    _wait_plugin(cluster, profile, faults, progress)
+
+
+def control_once(cluster: Cluster, state) -> None:
+    """The driver between resets: pools follow the plugin's node label and DaemonSet."""
+    global _last_pass
+    profile = state.resolve_profile()
+    if not wanted(profile, list(state.faults)) or time.monotonic() - _last_pass < LOOP_PERIOD_S:
+        return
+    _last_pass = time.monotonic()
+    _sync_slices(cluster, profile, list(state.faults))
+
+
+def _sync_slices(cluster: Cluster, profile: profiles.Profile, faults: list[str]) -> None:
+    groups = {n: (g, first) for g, n, first in dra_nodes(profile, faults)}
+    try:
+        cluster.apps.read_namespaced_daemon_set(PLUGIN_DS, NAMESPACE)
+        plugin = True
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        plugin = False
+    labelled = {n.metadata.name: n.metadata.uid for n in cluster.core.list_node(
+        label_selector=f"{dra.DEPLOY_DRA_DRIVER}=true").items}
+    existing = {s["metadata"]["name"]: s for s in cluster.custom.list_cluster_custom_object(
+        dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, "resourceslices",
+        label_selector=f"{OWNER_LABEL}=true").get("items", [])}
+    keep = set()
+    for node, uid in sorted(labelled.items()):
+        if not plugin or node not in groups:
+            continue
+        group, first = groups[node]
+        devs, count = _with_faults(faults, group, node, devices(group, node), first)
+        body = slice_manifest(node, uid, devs, count)
+        name = body["metadata"]["name"]
+        keep.add(name)
+        current = existing.get(name)
+        if current is not None and (current["metadata"].get("annotations") or {}).get(
+                HASH_ANNOTATION) == body["metadata"]["annotations"][HASH_ANNOTATION]:
+            continue
+        _publish(cluster, body, current)
+    for name in set(existing) - keep:
+        with _already_done(404):
+            cluster.custom.delete_cluster_custom_object(
+                dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, "resourceslices", name)
+
+
+def _publish(cluster: Cluster, body: dict, current: dict | None) -> None:
+    """Create the slice, or replace it with the pool's generation bumped (as the plugin does
+    when its devices change). A slice the API server refuses is logged, as the plugin logs it."""
+    group, version = dra.RESOURCE_GROUP, dra.RESOURCE_VERSION
+    try:
+        if current is None:
+            cluster.custom.create_cluster_custom_object(group, version, "resourceslices", body)
+            return
+        body["spec"]["pool"]["generation"] = int(
+            current["spec"]["pool"].get("generation") or 0) + 1
+        body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        cluster.custom.replace_cluster_custom_object(group, version, "resourceslices",
+                                                     body["metadata"]["name"], body)
+    except ApiException as exc:
+        if exc.status not in (409, 422):
+            raise
+        if exc.status == 422 and current is not None:  # the old, valid slice goes too
+            with _already_done(404):
+                cluster.custom.delete_cluster_custom_object(group, version, "resourceslices",
+                                                            body["metadata"]["name"])
+        log.warning("ResourceSlice %s refused: %s %s", body["metadata"]["name"], exc.status,
+                    (exc.body or "")[:300])
+
+
+def _label_nodes(cluster: Cluster, nodes: set[str]) -> None:
+    for node in cluster.core.list_node().items:
+        have = (node.metadata.labels or {}).get(dra.DEPLOY_DRA_DRIVER)
+        want = "true" if node.metadata.name in nodes else None
+        if have != want:
+            cluster.core.patch_node(node.metadata.name,
+                                    {"metadata": {"labels": {dra.DEPLOY_DRA_DRIVER: want}}})
+
+
+def _wait_plugin(cluster: Cluster, profile: profiles.Profile, faults: list[str],
+                 progress: Progress) -> None:
+    expected = len(list(dra_nodes(profile, faults)))
+    timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * expected
+
+    def rolled_out() -> bool:
+        ds = cluster.apps.read_namespaced_daemon_set(PLUGIN_DS, NAMESPACE)
+        status = ds.status
+        return ((status.desired_number_scheduled or 0) == expected
+                and (status.number_ready or 0) == expected
+                and status.observed_generation == ds.metadata.generation)
+
+    progress(f"waiting for the DRA kubelet plugin on {expected} node(s)")
+    try:
+        wait_for(f"DaemonSet {NAMESPACE}/{PLUGIN_DS} on {expected} node(s)", rolled_out,
+                 timeout=timeout, interval=0.5)
+    except WaitTimeout as exc:
+        from conformance.common.errors import NotConverged
+
+        raise NotConverged(str(exc)) from None
+
+
+def _remove(cluster: Cluster) -> None:
+    """No DRA in this profile: the chart uninstalled (classes, plugin, slices, labels)."""
+    group, version = dra.RESOURCE_GROUP, dra.RESOURCE_VERSION
+    try:
+        classes = cluster.custom.list_cluster_custom_object(
+            group, version, "deviceclasses", label_selector=f"{OWNER_LABEL}=true")["items"]
+    except ApiException as exc:
+        if exc.status == 404:  # resource.k8s.io/v1 not served: nothing was written
+            return
+        raise
+    for body in classes:
+        with _already_done(404):
+            cluster.custom.delete_cluster_custom_object(group, version, "deviceclasses",
+                                                        body["metadata"]["name"])
+    for body in cluster.custom.list_cluster_custom_object(
+            group, version, "resourceslices", label_selector=f"{OWNER_LABEL}=true")["items"]:
+        with _already_done(404):
+            cluster.custom.delete_cluster_custom_object(group, version, "resourceslices",
+                                                        body["metadata"]["name"])
+    _label_nodes(cluster, set())
+    for ns in (NAMESPACE, SHARING_NAMESPACE):
+        if _exists(cluster, ns):
+            namespaces.delete_namespace(cluster, ns, wait=True)
+
+
+def _ensure_sharing_template(cluster: Cluster, wanted_: bool) -> None:
+    if not wanted_:
+        if _exists(cluster, SHARING_NAMESPACE):
+            namespaces.delete_namespace(cluster, SHARING_NAMESPACE, wait=True)
+        return
+    _ensure_namespace(cluster, SHARING_NAMESPACE)
+    with _already_done(409):
+        cluster.custom.create_namespaced_custom_object(
+            dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, SHARING_NAMESPACE,
+            "resourceclaimtemplates", sharing_template())
+
+
+def _exists(cluster: Cluster, ns: str) -> bool:
+    try:
+        cluster.core.read_namespace(ns)
+        return True
+    except ApiException as exc:
+        if exc.status == 404:
+            return False
+        raise
+
+
+def _ensure_namespace(cluster: Cluster, name: str) -> None:
+    with _already_done(409):
+        cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": name,
+                                                    "labels": {OWNER_LABEL: "true"}}})
+
+
+def _apply_cluster_object(cluster: Cluster, plural: str, body: dict) -> None:
+    group, version = dra.RESOURCE_GROUP, dra.RESOURCE_VERSION
+    name = body["metadata"]["name"]
+    try:
+        current = cluster.custom.get_cluster_custom_object(group, version, plural, name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        cluster.custom.create_cluster_custom_object(group, version, plural, body)
+        return
+    if current.get("spec") != body["spec"]:
+        body = {**body, "metadata": {**body["metadata"],
+                                     "resourceVersion": current["metadata"]["resourceVersion"]}}
+        cluster.custom.replace_cluster_custom_object(group, version, plural, name, body)
+
+
+def _create_or_replace_daemonset(cluster: Cluster, body: dict) -> None:
+    try:
+        cluster.apps.create_namespaced_daemon_set(NAMESPACE, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        cluster.apps.patch_namespaced_daemon_set(PLUGIN_DS, NAMESPACE, body)
+
+
+@contextlib.contextmanager
+def _already_done(*statuses: int):
+    try:
+        yield
+    except ApiException as exc:
+        if exc.status not in statuses:
+            raise
