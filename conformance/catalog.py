@@ -51,6 +51,10 @@ def _r(*args, **kwargs) -> Requirement:
 
 _DEVICE_PLUGIN = "device plugin (nvidia-device-plugin-daemonset) or the operator that deploys it"
 _GFD = "GPU Feature Discovery (gpu-feature-discovery DaemonSet) labels"
+_DRA_CHART = "NVIDIA DRA driver (dra-driver-nvidia-gpu chart or the GPUCluster)"
+_DRA_PLUGIN = "the DRA driver's kubelet plugin (gpu-kubelet-plugin) on the node"
+_DRA_ALLOC = ("claims not allocated: the scheduler's DRA plugin, the pool (DRA-POOL-001) or the "
+              "DeviceClass (DRA-API-001)")
 _ADMISSION = ("a mutating admission webhook or policy rewrites GPU requests before the API "
               "server validates them (fractional-GPU add-ons do): list the cluster's mutating "
               "webhooks and admission policies")
@@ -154,6 +158,12 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     _r("STACK-NODE-007", "PCIe link runs at its maximum generation and width", "stack", "node",
        "PCIe link downtrained (riser, slot or BIOS)", targets=LOCAL_GPU, needs_gpu=True,
        severity="minor", cncf=("accelerator_metrics",)),
+    _r("STACK-BURN-001", "Burn-in at the power limit: every iteration's results stay correct on "
+       "every GPU, and the board reaches its enforced power limit", "stack", "node",
+       "GPU hardware or driver: a miscompare under load (bad memory or compute) — drain the "
+       "node and run the vendor diagnostics; a board far below its power limit is throttled "
+       "or misconfigured", targets=LOCAL_GPU, needs_gpu=True, severity="critical",
+       cncf=("accelerator_metrics",)),
     # --- scheduling ----------------------------------------------------------------------
     _r("SCHED-INT-001", "A fractional nvidia.com/gpu request is refused by the API server",
        "scheduling", "api-server", _ADMISSION, cncf=("secure_accelerator_access",)),
@@ -217,6 +227,11 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     _r("SHARE-ISO-002", "Finding: fault isolation between time-sliced copies", "sharing", "gpu",
        "a fault in one sharer affected another", targets=LOCAL_GPU, needs_gpu=True,
        severity="info", cncf=("gpu_sharing",)),
+    _r("SHARE-LAT-001", "Finding: tail latency of a small-kernel client alone, beside "
+       "time-sliced sharers and under MPS", "sharing", "gpu",
+       "time-slicing makes every request wait for the sharers' time slices: latency-sensitive "
+       "workloads need MIG or a GPU of their own", targets=LOCAL_GPU, needs_gpu=True,
+       severity="info", cncf=("gpu_sharing",)),
     # --- operations (disruptive, opt-in) ---------------------------------------------------
     _r("OPS-REC-001", "A ClusterPolicy change reaches the operands", "operations", "operator",
        "GPU Operator reconcile loop", disruptive=True, cncf=("robust_controller",)),
@@ -229,6 +244,84 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     _r("OPS-WL-001", "GPU kernels run in pods and report one JSON result", "operations",
        "workload", "workload pod never started, was OOM-killed or crashed",
        targets=GPU_TARGETS, needs_gpu=True, cncf=("secure_accelerator_access",)),
+    # --- dra: the NVIDIA DRA driver (gpu.nvidia.com) on resource.k8s.io/v1 ------------------
+    _r("DRA-API-001", "resource.k8s.io/v1 is served and the NVIDIA DRA driver's DeviceClasses "
+       "carry the upstream selectors (extendedResourceName nvidia.com/gpu where set)", "dra",
+       "deviceclass", _DRA_CHART + ": a DeviceClass missing or edited (a selector that "
+       "matches no device leaves every claim Pending)", severity="critical",
+       cncf=("dra_support",)),
+    _r("DRA-POOL-001", "Every DRA GPU node publishes one complete gpu.nvidia.com pool "
+       "(resourceSliceCount slices at the current generation)", "dra", "dra-kubelet-plugin",
+       _DRA_PLUGIN + ": a missing or incomplete pool (an incomplete pool is ignored by the "
+       "scheduler; a version attribute that is not semver gets the whole slice rejected)",
+       severity="critical", cncf=("dra_support",)),
+    _r("DRA-POOL-002", "A pool offers one device per physical GPU or per MIG device, never a "
+       "MIG-enabled GPU beside its own MIG devices", "dra", "dra-kubelet-plugin",
+       _DRA_PLUGIN + ": device discovery disagrees with GFD's count, or a GPU and its MIG "
+       "devices are both allocatable (dra-driver-nvidia-gpu#719)",
+       cncf=("dra_support", "gpu_sharing")),
+    _r("DRA-ATTR-001", "Device attributes agree with the node: productName with gpu.product, "
+       "driverVersion (semver) with the driver, cudaComputeCapability with gpu.compute.*, "
+       "memory with gpu.memory", "dra", "dra-kubelet-plugin",
+       _DRA_PLUGIN + " or GFD: device attributes and node labels describe different GPUs or "
+       "drivers (CEL selectors and nodeSelectors then place workloads differently)",
+       cncf=("driver_runtime_management", "dra_support")),
+    _r("DRA-ATTR-002", "Devices carry exactly the attributes their driver release publishes "
+       "(v25.8 dropped index/minor, v25.12 replaced pcieBusID), version attributes semver",
+       "dra", "dra-kubelet-plugin", _DRA_PLUGIN + ": stale slices of an older release, or a "
+       "plugin image other than the one running", cncf=("dra_support",)),
+    _r("DRA-ALLOC-001", "A ResourceClaimTemplate for one gpu.nvidia.com device: the pod is "
+       "scheduled, its claim allocated on the pod's node and reserved for the pod", "dra",
+       "scheduler", _DRA_ALLOC, severity="critical",
+       cncf=("dra_support", "secure_accelerator_access")),
+    _r("DRA-ALLOC-002", "Two claims on one node get distinct devices", "dra", "scheduler",
+       _DRA_ALLOC + ", or a pool that names one device twice", severity="critical",
+       cncf=("dra_support", "secure_accelerator_access")),
+    _r("DRA-ALLOC-003", "CEL selectors on productName, cudaComputeCapability and memory place "
+       "claims only on the GPUs that match (FP8 only on the new generation)", "dra",
+       "dra-kubelet-plugin", "wrong GPU type: device attributes disagree with the GPU "
+       "(DRA-ATTR-001), or the selector is not what the workload needs",
+       cncf=("dra_support", "driver_runtime_management")),
+    _r("DRA-ALLOC-004", "An unsatisfiable claim leaves the pod Pending with the scheduler's "
+       "'cannot allocate all claims', within seconds", "dra", "scheduler",
+       "the scheduler's DRA plugin: an unsatisfiable claim was allocated, or the pod waited "
+       "without a reason", cncf=("dra_support",)),
+    _r("DRA-ALLOC-005", "One claim shared by N pods: one device, N reservations", "dra",
+       "scheduler", _DRA_ALLOC, cncf=("dra_support", "gpu_sharing")),
+    _r("DRA-ALLOC-006", "Deleting the pods and their claims releases the devices", "dra",
+       "controller-manager", "the resourceclaim controller (kube-controller-manager) or a "
+       "finalizer keeps claims, so their devices stay allocated", cncf=("dra_support",)),
+    _r("DRA-ER-001", "nvidia.com/gpu on a DRA-only node is served through a claim the "
+       "scheduler creates (DRAExtendedResource)", "dra", "scheduler",
+       "extended-resource mapping: the DRAExtendedResource gate, the DeviceClass's "
+       "extendedResourceName, or the scheduler's claim", cncf=("dra_support",
+                                                               "secure_accelerator_access")),
+    _r("DRA-ER-002", "No node offers its GPUs through both the device plugin and DRA", "dra",
+       "dra-kubelet-plugin", "DRA driver and device plugin on one node (the chart's "
+       "gpuResourcesEnabledOverride): the same GPUs are admitted twice",
+       severity="critical", cncf=("secure_accelerator_access",)),
+    _r("DRA-SHARE-001", "GpuConfig sharing (TimeSlicing, MPS) in the cluster's claims and "
+       "templates is valid and enabled in the driver", "dra", "dra-kubelet-plugin",
+       "the claim's opaque GpuConfig (strategy, interval, MPS limits), or the driver's alpha "
+       "feature gates TimeSlicingSettings / MPSSupport", cncf=("gpu_sharing",)),
+    _r("DRA-SHARE-002", "Two pods time-slicing one GPU through a GpuConfig claim both run",
+       "dra", "dra-kubelet-plugin", "the DRA driver refuses or fails the shared claim at "
+       "prepare (its log; TimeSlicingSettings)", targets=GPU_TARGETS, needs_gpu=True,
+       cncf=("gpu_sharing",)),
+    _r("DRA-ISO-001", "A pod with a claim for N GPUs sees exactly N", "dra",
+       "dra-kubelet-plugin", "the DRA driver's CDI spec injects other devices than the "
+       "claim's", targets=GPU_TARGETS, needs_gpu=True, severity="critical",
+       cncf=("secure_accelerator_access",)),
+    _r("DRA-ISO-002", "A pod with no claim on a DRA node sees no GPU", "dra",
+       "container-toolkit", "the container runtime exposes GPUs to pods without a claim "
+       "(NVIDIA_VISIBLE_DEVICES accepted from unprivileged pods, a privileged default)",
+       targets=GPU_TARGETS, needs_gpu=True, severity="critical",
+       cncf=("secure_accelerator_access",)),
+    _r("DRA-OP-001", "The GPU Operator's GPUCluster is ready and its operands (DRA kubelet "
+       "plugin, controller, DCGM, exporter, validator) run on every node it serves", "dra",
+       "operator", "GPU Operator GPUCluster (tech preview): the operand named, its "
+       "DaemonSet's node selector or the operator's log", targets=("existing", "kind", "node"),
+       severity="critical", cncf=("driver_runtime_management", "robust_controller")),
 )
 
 BY_ID: dict[str, Requirement] = {r.id: r for r in REQUIREMENTS}

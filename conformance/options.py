@@ -83,6 +83,9 @@ class Options:
     reconcile_timeout: float = _option(180.0, type=float, metavar="S",
                                        help="how long disruptive checks wait for the operator "
                                             "to react (default 180)")
+    burn_seconds: int = _option(60, type=int, metavar="S",
+                                help="length of the burn-in at the power limit on real GPUs "
+                                     "(STACK-BURN-001; default 60)")
     # --- images of the pods on real GPUs ----------------------------------------------------
     cuda_image: str = _option(DEFAULT_CUDA_IMAGE, metavar="IMAGE",
                               help=f"image of the nvidia-smi pods (default {DEFAULT_CUDA_IMAGE})")

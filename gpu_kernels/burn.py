@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gpu_kernels import cuda, kernels, nvml, result, stats, timing, verify
-from gpu_kernels.procs import Worker, WorkerError, close_all
+from gpu_kernels.procs import Worker, WorkerError, WorkerUnavailable, close_all
 from gpu_kernels.verdicts import SLOWDOWN_REASONS
 
 REQUIREMENT = "STACK-BURN-001"
@@ -369,5 +369,7 @@ def _expect(w: Worker, event: str, timeout: float) -> dict[str, Any]:
     """A worker's message, or {"error"} when it failed: one GPU's failure is its verdict."""
     try:
         return w.expect(event, timeout)
+    except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
+        raise
     except WorkerError as exc:
         return {"error": f"{exc} {exc.stderr_tail}".strip()}

@@ -299,8 +299,9 @@ def _unavailable_errors() -> tuple[type[BaseException], ...]:
     from gpu_kernels.cuda import CupyUnavailable
     from gpu_kernels.mps import MpsUnavailable
     from gpu_kernels.nvml import NvmlUnavailable
+    from gpu_kernels.procs import WorkerUnavailable
 
-    return CupyUnavailable, NvmlUnavailable, MpsUnavailable
+    return CupyUnavailable, NvmlUnavailable, MpsUnavailable, WorkerUnavailable
 
 
 def summary_line(res: dict[str, Any]) -> str:

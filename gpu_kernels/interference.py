@@ -16,7 +16,7 @@ from typing import Any
 
 from gpu_kernels import analysis, kernels, mps, nvml, stats
 from gpu_kernels.analysis import Thresholds
-from gpu_kernels.procs import Worker, WorkerError, close_all
+from gpu_kernels.procs import Worker, WorkerError, WorkerUnavailable, close_all
 from gpu_kernels.result import EXIT_FAILED, EXIT_OK, header
 
 READY_TIMEOUT_S = 300.0  # N processes importing CuPy and compiling at once can be slow
@@ -101,6 +101,8 @@ def homogeneous(kind: str, counts: Sequence[int], options: Mapping[str, Any], wi
     for n in sorted({1, *counts}):
         try:
             per_copy, seen_n = measure([spec] * n, window, env)
+        except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
+            raise
         except WorkerError as exc:
             if n == 1:
                 raise
@@ -134,6 +136,8 @@ def mixed(kinds: Sequence[str], options: Mapping[str, Mapping[str, Any]], window
     label = "+".join(kinds)
     try:
         per_copy, seen_mix = measure(specs, window, env)
+    except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
+        raise
     except WorkerError as exc:
         points.append(_failed_point("interference-mix", label, mode, len(specs), exc))
         return points, seen

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpu_kernels import analysis, mps, nvml, timing
 from gpu_kernels.interference import READY_TIMEOUT_S, stress_spec
-from gpu_kernels.procs import Worker, WorkerError, close_all
+from gpu_kernels.procs import Worker, WorkerError, WorkerUnavailable, close_all
 from gpu_kernels.result import EXIT_OK, header
 
 
@@ -28,6 +28,8 @@ def memory(mode: str, env: Mapping[str, str] | None, device: int, fraction: floa
         workers.append(probe)
         try:
             ready = probe.expect("ready", READY_TIMEOUT_S)
+        except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
+            raise
         except WorkerError as exc:
             holder.send("release")
             return analysis.memory_finding(mode, held, None, None, None, None,
@@ -65,6 +67,8 @@ def fault(mode: str, env: Mapping[str, str] | None, device: int, victim_kind: st
         faulter.send("go")
         try:
             fault_report: dict[str, Any] | None = faulter.expect("result", 60)
+        except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
+            raise
         except WorkerError as exc:
             fault_report = {"error": f"faulting copy failed differently: {exc}"}
         faulter.close()
@@ -72,6 +76,8 @@ def fault(mode: str, env: Mapping[str, str] | None, device: int, victim_kind: st
         victim_result, victim_error = None, None
         try:
             victim_result = victim.expect("result", seconds + 30)
+        except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
+            raise
         except WorkerError as exc:
             victim_error = f"{exc} {exc.stderr_tail}".strip()
         phases = analysis.fault_phases(t0, t_fault, t_exit, t_end)

@@ -20,7 +20,7 @@ from typing import Any
 
 from gpu_kernels import analysis, kernels, mps, nvml
 from gpu_kernels.interference import Window, gather, stress_spec
-from gpu_kernels.procs import WorkerError
+from gpu_kernels.procs import WorkerError, WorkerUnavailable
 from gpu_kernels.result import EXIT_FAILED, EXIT_OK, header
 
 REQUIREMENT = "SHARE-LAT-001"
@@ -37,6 +37,8 @@ def measure(mode: str, sharers: int, client: Mapping[str, Any], stress: Mapping[
     """One point: the client beside ``sharers`` copies of the stress kernel."""
     try:
         run = gather([client, *[stress] * sharers], window, env)
+    except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
+        raise
     except WorkerError as exc:
         return {"mode": mode, "sharers": sharers, "n": 0, "latency_us": {},
                 "cdf": [], "client_correct": False, "sharers_correct": False,

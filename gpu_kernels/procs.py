@@ -17,6 +17,11 @@ from typing import Any
 PACKAGE_ROOT = str(Path(__file__).resolve().parents[1])
 
 
+# The worker's errors that mean "cannot run here" rather than "ran and failed" (the exit code
+# 3 contract): the names of cuda.CupyUnavailable, nvml.NvmlUnavailable, mps.MpsUnavailable.
+UNAVAILABLE = ("CupyUnavailable", "NvmlUnavailable", "MpsUnavailable")
+
+
 class WorkerError(RuntimeError):
     """A worker reported an error, died, or did not answer in time."""
 
@@ -25,6 +30,10 @@ class WorkerError(RuntimeError):
         super().__init__(message)
         self.returncode = returncode
         self.stderr_tail = stderr_tail
+
+
+class WorkerUnavailable(WorkerError):
+    """A worker could not run here at all (no CuPy, NVML, GPU or MPS): exit 3, a skip."""
 
 
 class Worker:
@@ -91,7 +100,11 @@ class Worker:
             if msg.get("event") == event:
                 return msg
             if msg.get("event") == "error":
-                raise self._error(f"worker {self.pid}: {msg.get('error')}")
+                error = str(msg.get("error"))
+                if error.split(":", 1)[0] in UNAVAILABLE:  # no CuPy/NVML/GPU in the worker:
+                    raise WorkerUnavailable(f"worker {self.pid}: {error}",  # not a failure
+                                            self.proc.poll(), self.stderr_tail())
+                raise self._error(f"worker {self.pid}: {error}")
 
     def _error(self, message: str) -> WorkerError:
         return WorkerError(message, self.proc.poll(), self.stderr_tail())

@@ -1,10 +1,26 @@
-"""GPU nodes as the suites see them: labels, resources, taints and readiness of one node."""
+"""GPU nodes as the suites see them, found the way the cluster shows them.
+
+A cluster run by the GPU Operator labels its GPU nodes ``nvidia.com/gpu.present=true``; one
+run by the device plugin chart, NVIDIA's kind demo or a managed node pool may not. So a node
+is a GPU node when any of these says so, and each GpuNode keeps which did (its evidence):
+
+- capacity: it advertises an NVIDIA GPU resource (nvidia.com/gpu, nvidia.com/gpu.shared,
+  nvidia.com/mig-*), the device plugin's word;
+- GFD: it carries GPU Feature Discovery's labels (gpu.product or gpu.count);
+- NFD: Node Feature Discovery saw an NVIDIA PCI device (``pci-10de.present=true``);
+- operator: the GPU Operator's ``nvidia.com/gpu.present=true``.
+
+A node with PCI or label evidence but no GPU resource stays a GPU node: that disagreement is
+what STACK-DP-002 reports, instead of the node silently not counting.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from conformance.nvidia import labels as L
+
+CAPACITY, GFD, NFD, OPERATOR = "capacity", "GFD labels", "NFD PCI 10de", "operator label"
 
 
 @dataclass(frozen=True)
@@ -15,6 +31,7 @@ class GpuNode:
     allocatable: dict[str, str]
     taints: tuple[dict, ...]
     ready: bool
+    evidence: tuple[str, ...] = ()
 
     def label(self, key: str) -> str | None:
         return self.labels.get(key)
@@ -39,15 +56,45 @@ class GpuNode:
             return False
         return self.labels.get(f"{L.DEPLOY_PREFIX}{deploy_key}", "true") != "false"
 
+    @property
+    def advertises_gpus(self) -> bool:
+        return any(L.gpu_resources(self.capacity).values())
+
+    def describe_evidence(self) -> str:
+        return f"{self.name}: " + (", ".join(self.evidence) or "no GPU evidence")
+
+
+def evidence_of(labels: dict[str, str], capacity: dict[str, str]) -> tuple[str, ...]:
+    """What shows that a node has NVIDIA GPUs (empty: it is not a GPU node)."""
+    found = []
+    advertised = {k: v for k, v in L.gpu_resources(capacity).items() if v}
+    if advertised:
+        found.append(CAPACITY + " " + ", ".join(f"{k}={v}" for k, v in sorted(advertised.items())))
+    if L.PRODUCT in labels or L.COUNT in labels:
+        found.append(GFD)
+    if labels.get(L.NFD_PCI_NVIDIA) == "true":
+        found.append(NFD)
+    if labels.get(L.GPU_PRESENT) == "true":
+        found.append(OPERATOR)
+    return tuple(found)
+
 
 def from_api(node) -> GpuNode:
-    """A GpuNode from a ``V1Node`` the API returned."""
+    """A GpuNode from a ``V1Node`` the API returned (with its GPU evidence)."""
     conditions = {c.type: c.status for c in (node.status.conditions or [])}
+    labels = dict(node.metadata.labels or {})
+    capacity = dict(node.status.capacity or {})
     return GpuNode(
-        name=node.metadata.name, labels=dict(node.metadata.labels or {}),
-        capacity=dict(node.status.capacity or {}),
+        name=node.metadata.name, labels=labels, capacity=capacity,
         allocatable=dict(node.status.allocatable or {}),
         taints=tuple({"key": t.key, "value": t.value, "effect": t.effect}
                      for t in (node.spec.taints or [])),
         ready=conditions.get("Ready") == "True",
+        evidence=evidence_of(labels, capacity),
     )
+
+
+def gpu_nodes(nodes) -> list[GpuNode]:
+    """The GPU nodes among ``V1Node`` objects, by name."""
+    found = (from_api(n) for n in nodes)
+    return sorted((n for n in found if n.evidence), key=lambda n: n.name)

@@ -37,20 +37,20 @@ class Rollout:
         return self.daemonset_found and not self.missing and not self.not_ready
 
 
-def rollout(view: OperatorView, ds_name: str, app: str, nodes: list[str]) -> Rollout:
-    """How far DaemonSet ``ds_name`` (pods labelled ``app``) has rolled out onto ``nodes``."""
-    if ds_name not in view.daemonsets:
+def rollout(pods: list, nodes: list[str], *, found: bool = True) -> Rollout:
+    """How far a DaemonSet whose pods are ``pods`` has rolled out onto ``nodes``
+    (``found=False``: the DaemonSet itself is missing)."""
+    if not found:
         return Rollout(nodes, nodes, [], False)
     by_node: dict[str, list] = {}
-    for pod in view.pods_by_app.get(app, []):
+    for pod in pods:
         by_node.setdefault(pod.spec.node_name, []).append(pod)
     missing = [n for n in nodes if n not in by_node]
     not_ready = [n for n in nodes if n in by_node and not any(map(pod_ready, by_node[n]))]
     return Rollout(nodes, missing, not_ready, True)
 
 
-def restarts(view: OperatorView, apps: set[str]) -> list[tuple[str, str, int]]:
-    """(pod, container, restartCount) for every container of the pods labelled ``apps``."""
+def restarts(pods: list) -> list[tuple[str, str, int]]:
+    """(pod, container, restartCount) for every container of ``pods``."""
     return [(pod.metadata.name, c.name, c.restart_count or 0)
-            for app, pods in view.pods_by_app.items() if app in apps
             for pod in pods for c in pod.status.container_statuses or []]

@@ -1,13 +1,10 @@
-"""``gpuconf requirements`` (the catalog) and ``gpuconf validate-sharing`` (a sharing config)."""
+"""``gpuconf requirements``: the requirement catalog."""
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from conformance import catalog
-from conformance.common.console import say
-from conformance.common.errors import UsageError
 from conformance.common.vocab import EXIT_OK
 
 
@@ -24,29 +21,8 @@ def cmd_requirements(args) -> int:
     return EXIT_OK
 
 
-def cmd_validate_sharing(args) -> int:
-    """Check a device plugin sharing config file before it goes into a cluster."""
-    from conformance.nvidia.sharing import sharing_config_warnings, validate_sharing_config
-
-    try:
-        text = Path(args.file).read_text()
-    except OSError as exc:
-        raise UsageError(f"cannot read {args.file}: {exc.strerror}") from None
-    errors = validate_sharing_config(text)
-    if errors:
-        raise UsageError(f"invalid sharing config {args.file}: " + "; ".join(errors))
-    for warning in sharing_config_warnings(text):
-        say(f"warning: {warning}")
-    print(f"{args.file}: valid device plugin sharing config")
-    return EXIT_OK
-
-
 def register(sub) -> None:
     req = sub.add_parser("requirements", help="the requirement catalog")
     req.add_argument("--json", action="store_true", help="as JSON")
     req.add_argument("select", nargs="*", metavar="ID", help="IDs or prefixes")
     req.set_defaults(func=cmd_requirements)
-
-    vs = sub.add_parser("validate-sharing", help="check a device plugin sharing config file")
-    vs.add_argument("file", metavar="FILE", help="the config (YAML)")
-    vs.set_defaults(func=cmd_validate_sharing)

@@ -19,6 +19,7 @@ from conformance.cli import (
     job_commands,
     report_commands,
     run_commands,
+    sharing_commands,
     sim_commands,
 )
 from conformance.cli.parser import Parser
@@ -28,7 +29,7 @@ from conformance.common.vocab import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from conformance.report.errors import ReportInputError
 
 COMMAND_MODULES = (run_commands, sim_commands, report_commands, cluster_commands,
-                   catalog_commands, job_commands)
+                   catalog_commands, sharing_commands, job_commands)
 
 
 def build_parser() -> Parser:

@@ -52,8 +52,14 @@ class FillResult:
     node: str
     resource: str
     placed: list[str]
+    in_use: int  # units other pods already held on the node
     overflow_reason: str
     rescheduled_onto: str
+
+    @property
+    def running(self) -> int:
+        """How many one-unit pods the node held at once when it was full."""
+        return len(self.placed) + self.in_use
 
 
 def fill_node(cluster: Cluster, namespace: str, run_id: str, node: GpuNode, resource: str,
@@ -72,4 +78,31 @@ def fill_node(cluster: Cluster, namespace: str, run_id: str, node: GpuNode, reso
     reason = pods.wait_unschedulable(cluster, namespace, extra)
     pods.delete(cluster, namespace, names[0])
     rescheduled = pods.wait_scheduled(cluster, namespace, extra)
-    return FillResult(node.name, resource, names, reason, rescheduled)
+    in_use = node.gpu_resources.get(resource, 0) - free
+    return FillResult(node.name, resource, names, in_use, reason, rescheduled)
+
+
+def require_free_node(cluster: Cluster, nodes: list[GpuNode], none_free: str, *,
+                      shared: bool | None = None) -> tuple[GpuNode, str, int]:
+    """:func:`pick_node`, failing with ``none_free`` when no node has a free unit."""
+    choice = pick_node(cluster, nodes, shared=shared)
+    assert choice is not None, none_free
+    return choice
+
+
+def fill_until_full(cluster: Cluster, namespace: str, run_id: str, nodes: list[GpuNode],
+                    prefix: str, *, none_free: str, shared: bool | None = None) -> FillResult:
+    """Fill the GPU node that fills fastest, check that the next pod waits for capacity and
+    binds there once a unit is freed.
+
+    ``none_free`` is the failure when no node has a free unit to fill.
+    """
+    node, resource, free = require_free_node(cluster, nodes, none_free, shared=shared)
+    result = fill_node(cluster, namespace, run_id, node, resource, free, prefix)
+    assert f"Insufficient {resource}" in result.overflow_reason, (
+        f"{prefix} pod {free + 1} on {node.name} stayed Pending for another reason than "
+        f"capacity: {result.overflow_reason}")
+    assert result.rescheduled_onto == node.name, (
+        f"the waiting pod bound to {result.rescheduled_onto}, not to {node.name} where a unit "
+        "was freed")
+    return result

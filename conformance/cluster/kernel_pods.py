@@ -6,6 +6,7 @@ binding (``pynvml.py`` of nvidia-ml-py) beside it. Results come back as one JSON
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
@@ -65,7 +66,37 @@ def manifest(spec: PodSpec, volume: dict, run_id: str) -> dict:
 
 
 def run(cluster: Cluster, namespace: str, run_id: str, args: list[str], *, image: str,
-        node: str | None = None, gpus: int = 1) -> workloads.WorkloadResult:
+        node: str | None = None, gpus: int = 1,
+        timeout: float = workloads.RUN_TIMEOUT_S) -> workloads.WorkloadResult:
     ensure_config_map(cluster, namespace, run_id)
     spec, volume = kernel_pod(args, image=image, node=node, gpus=gpus)
-    return workloads.run_manifest(cluster, namespace, manifest(spec, volume, run_id))
+    return workloads.run_manifest(cluster, namespace, manifest(spec, volume, run_id),
+                                  timeout=timeout)
+
+
+def on_each_node(cluster: Cluster, run_id: str, args: list[str], *, image: str, nodes,
+                 purpose: str, timeout: float,
+                 gpus: Callable[[object], int] = lambda _node: 1,
+                 ) -> dict[str, workloads.WorkloadResult]:
+    """Run gpu_kernels ``args`` once on every GPU node GPU pods may land on, one after the
+    other (each holding ``gpus(node)`` GPUs), in a namespace of its own that is always
+    removed; the pods' results by node name."""
+    from conformance.checks import taints
+    from conformance.cluster import namespaces
+
+    namespace = namespaces.create_namespace(cluster, purpose, run_id)
+    results: dict[str, workloads.WorkloadResult] = {}
+    try:
+        for node in nodes:
+            if not taints.untolerated_taints(node):
+                results[node.name] = run(cluster, namespace, run_id, args, image=image,
+                                         node=node.name, gpus=gpus(node), timeout=timeout)
+    finally:
+        namespaces.delete_namespace(cluster, namespace)
+    return results
+
+
+def no_result(result: workloads.WorkloadResult) -> str:
+    """Why a kernel pod gave no JSON result, with its state and the end of its log."""
+    return result.diagnosis or (f"{result.phase} without a result line on node {result.node}; "
+                                f"its log: {result.logs.strip()[-300:] or '(empty)'}")

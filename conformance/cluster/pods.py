@@ -45,7 +45,9 @@ class PodSpec:
     image: str = DEFAULT_IMAGE
     command: list[str] | None = None
     env: dict[str, str] = field(default_factory=dict)
-    restart_policy: str = "Never"
+    # None: Never for a pod that runs a command to completion, Always for a placeholder that
+    # only holds its GPUs (a completed pod frees them, as the sim plays it too)
+    restart_policy: str | None = None
 
     def manifest(self, run_labels: dict[str, str]) -> dict:
         resources: dict = {}
@@ -59,7 +61,8 @@ class PodSpec:
             container["command"] = self.command
         if self.env:
             container["env"] = [{"name": k, "value": v} for k, v in self.env.items()]
-        spec: dict = {"containers": [container], "restartPolicy": self.restart_policy,
+        restart = self.restart_policy or ("Never" if self.command else "Always")
+        spec: dict = {"containers": [container], "restartPolicy": restart,
                       "automountServiceAccountToken": False,
                       "terminationGracePeriodSeconds": 0,
                       "securityContext": {"runAsNonRoot": True,

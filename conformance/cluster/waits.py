@@ -14,6 +14,45 @@ from kubernetes.client.exceptions import ApiException
 
 T = TypeVar("T")
 
+# A wait that lasts longer than this says what it waits for, and then again every
+# REPEAT_EVERY_S, so a user watching a terminal always sees the run move.
+ANNOUNCE_AFTER_S = 5.0
+REPEAT_EVERY_S = 30.0
+_reporter: Callable[[str], None] | None = None
+
+
+def set_reporter(reporter: Callable[[str], None] | None) -> None:
+    """Where long waits report themselves (the pytest plugin writes them to the terminal)."""
+    global _reporter
+    _reporter = reporter
+
+
+def report(message: str) -> None:
+    if _reporter is not None:
+        _reporter(message)
+
+
+class Announcer:
+    """Says once, after ANNOUNCE_AFTER_S, what a wait is waiting for, then every
+    REPEAT_EVERY_S how long it has waited; silent for short waits."""
+
+    def __init__(self, description: str, timeout: float) -> None:
+        self.description = description
+        self.timeout = timeout
+        self.start = time.monotonic()
+        self.next_at = self.start + ANNOUNCE_AFTER_S
+
+    def tick(self, state: str = "") -> None:
+        now = time.monotonic()
+        if now < self.next_at:
+            return
+        waited = now - self.start
+        first = self.next_at == self.start + ANNOUNCE_AFTER_S
+        self.next_at = now + REPEAT_EVERY_S
+        report((f"waiting up to {self.timeout:.0f}s for {self.description}" if first else
+                f"still waiting for {self.description} ({waited:.0f}s of {self.timeout:.0f}s)")
+               + (f": {state}" if state else ""))
+
 
 class WaitTimeout(AssertionError):
     """A condition did not hold in time. An AssertionError so pytest reports it as a failure."""
@@ -34,8 +73,10 @@ def wait_for(
     with the timeout, unless ``tolerate_api_errors`` is False.
     """
     deadline = time.monotonic() + timeout
+    announcer = Announcer(description, timeout)
     last_error: Exception | None = None
     while True:
+        announcer.tick()
         try:
             value = condition()
             if value:

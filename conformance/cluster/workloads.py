@@ -12,10 +12,14 @@ from dataclasses import dataclass
 from conformance.cluster import pods
 from conformance.cluster.client import Cluster
 from conformance.cluster.pods import PodSpec
+from conformance.cluster.waits import Announcer
 
 DEFAULT_CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 START_TIMEOUT_S = 300.0  # a CUDA image pull on a fresh GPU node
-RUN_TIMEOUT_S = 600.0
+RUN_TIMEOUT_S = 600.0  # a kernel experiment: several points of seconds each, plus start-up
+# nvidia-smi or an NVML inventory: a second of work, so a pod still silent after two minutes is
+# reported with its state rather than waited on for ten.
+QUICK_RUN_TIMEOUT_S = 120.0
 _STUCK_REASONS = ("ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError",
                   "CreateContainerError", "InvalidImageName", "RunContainerError")
 
@@ -60,13 +64,16 @@ def run_manifest(cluster: Cluster, namespace: str, body: dict, *,
 
 def wait(cluster: Cluster, namespace: str, name: str, *,
          timeout: float = RUN_TIMEOUT_S) -> WorkloadResult:
-    """Until the pod ends, is stuck starting, or the timeout: never a hang."""
+    """Until the pod ends, is stuck starting, or the timeout: never a hang. Waits longer than a
+    few seconds say which pod, on which node, in which state, and for how long."""
     deadline = time.monotonic() + timeout
     start_deadline = time.monotonic() + START_TIMEOUT_S
+    announcer = Announcer(f"pod {namespace}/{name} to finish", timeout)
     while True:
         pod = cluster.core.read_namespaced_pod(name, namespace)
         phase = pod.status.phase
         statuses = pod.status.container_statuses or []
+        announcer.tick(f"{phase} on node {pod.spec.node_name or '(not scheduled)'}")
         if phase in ("Succeeded", "Failed"):
             return WorkloadResult(name, pod.spec.node_name, phase, _logs(cluster, namespace, name),
                                   _terminated_diagnosis(statuses, pod))
@@ -78,8 +85,11 @@ def wait(cluster: Cluster, namespace: str, name: str, *,
             return WorkloadResult(name, pod.spec.node_name, phase or "Pending", "",
                                   f"pod never started: {detail}")
         if now > deadline:
-            return WorkloadResult(name, pod.spec.node_name, phase, _logs(cluster, namespace, name),
-                                  f"still {phase} after {timeout:.0f}s")
+            logs = _logs(cluster, namespace, name)
+            return WorkloadResult(name, pod.spec.node_name, phase, logs,
+                                  f"still {phase} on node {pod.spec.node_name} after "
+                                  f"{timeout:.0f}s" + ("" if logs.strip() else
+                                                       " without printing anything"))
         time.sleep(1.0)
 
 

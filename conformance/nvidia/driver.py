@@ -50,6 +50,18 @@ def version_labels(driver_version: str, cuda_version: str) -> dict[str, str]:
     }
 
 
+def version_from_labels(labels: dict[str, str]) -> str | None:
+    """The driver version GFD reports on a node: ``cuda.driver-version.full``, else (GFD before
+    v0.15.0 wrote only these) ``cuda.driver.major/minor/rev`` joined."""
+    full = labels.get(L.DRIVER_FULL)
+    if full:
+        return full
+    parts = [labels.get(f"nvidia.com/cuda.driver.{p}") for p in ("major", "minor", "rev")]
+    if parts[0] and parts[1]:
+        return ".".join(p for p in parts if p)
+    return None
+
+
 def driver_labels(driver_version: str) -> dict[str, str]:
     """Only the driver part of :func:`version_labels` (a node whose driver changed)."""
     return {k: v for k, v in version_labels(driver_version, "0.0").items()

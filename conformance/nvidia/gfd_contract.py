@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 UPSTREAM = "NVIDIA/k8s-device-plugin"
@@ -123,15 +124,99 @@ def packaged_contract(name: str) -> tuple[re.Pattern[str], ...]:
     return tuple(load_label_contract(contract_path(name)))
 
 
-def check_gfd_labels(labels: Mapping[str, str]) -> list[str]:
+# Labels the v0.20.0 contract requires that older GFD releases did not write, with the first
+# release that wrote them. Sources: the contract of the standalone GFD (NVIDIA/
+# gpu-feature-discovery tests/expected-output.txt, releases up to v0.8.x) has none of them;
+# device plugin v0.15.0 imported GFD, added MPS sharing (CHANGELOG "Add support for MPS
+# sharing": gpu.sharing-strategy, mps.capable) and the cuda.*-version labels (internal/lm/
+# nvml.go marks them "New labels" beside the older cuda.driver.*/cuda.runtime.* it keeps);
+# gpu.mode (the PCI class labeler) first appears in the v0.17.0 contract.
+LABELS_ADDED: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("nvidia.com/cuda.driver-version.", (0, 15, 0)),
+    ("nvidia.com/cuda.runtime-version.", (0, 15, 0)),
+    ("nvidia.com/gpu.sharing-strategy", (0, 15, 0)),
+    ("nvidia.com/mps.capable", (0, 15, 0)),
+    ("nvidia.com/gpu.mode", (0, 17, 0)),
+)
+CONTRACT_RELEASE = (0, 20, 0)
+_BEFORE = 99  # (0, 14, 99): some release before v0.15.0
+_TAG = re.compile(r":v?(\d+)\.(\d+)\.(\d+)")
+
+
+@dataclass(frozen=True)
+class GfdVersion:
+    """Which GFD labelled a node: a release, and how it was found out (for the message)."""
+
+    release: tuple[int, ...]
+    source: str  # "image nvcr.io/nvidia/k8s-device-plugin:v0.17.1", "its labels", ...
+
+    @property
+    def text(self) -> str:
+        major, minor, patch = self.release
+        if patch == _BEFORE:
+            return f"older than v{major}.{minor + 1}.0"
+        return f"v{major}.{minor}.{patch}"
+
+
+def version_from_image(image: str) -> GfdVersion | None:
+    """The GFD release an image runs: the device plugin image's tag (GFD ships in it since
+    v0.15.0), or the standalone ``gpu-feature-discovery`` image (before that, as old as v0.14)."""
+    match = _TAG.search(image or "")
+    if not match:
+        return None
+    release = tuple(int(x) for x in match.groups())
+    if "gpu-feature-discovery:" in image:  # the standalone image predates the import
+        release = min(release, (0, 14, _BEFORE))
+    return GfdVersion(release, f"image {image}")
+
+
+def version_from_labels(labels: Mapping[str, str]) -> GfdVersion:
+    """The newest release whose labels the node carries ("label generation"), when no image
+    says which GFD runs: a node without any of a release's new labels was labelled by an older
+    GFD."""
+    release = CONTRACT_RELEASE
+    for added in sorted({a for _p, a in LABELS_ADDED}):
+        new_labels = tuple(p for p, a in LABELS_ADDED if a == added)
+        if not any(k.startswith(new_labels) for k in labels):
+            return GfdVersion((added[0], added[1] - 1, _BEFORE), "the labels it wrote")
+    return GfdVersion(release, "the labels it wrote")
+
+
+def _added_after(pattern: re.Pattern[str], release: tuple[int, ...]) -> tuple[int, ...] | None:
+    key = _key_display(pattern)
+    for prefix, added in LABELS_ADDED:
+        if key.startswith(prefix) and added > release:
+            return added
+    return None
+
+
+@dataclass
+class GfdCheck:
+    """What is wrong with a node's GFD labels, and what is only missing because GFD is old."""
+
+    problems: list[str]
+    too_old: list[str]  # "nvidia.com/gpu.mode (added in v0.17.0)" for an older GFD
+
+
+def check_gfd_labels(labels: Mapping[str, str], version: GfdVersion | None = None) -> GfdCheck:
     """All contract problems of one GPU node: the contract :func:`select_contract` picks, then
     the vGPU one (its labels must all be present only where ``nvidia.com/vgpu.present=true``).
 
-    Each problem names the contract file it comes from.
+    With ``version`` older than the contract's release, a label that release did not write yet
+    is not required: its absence is reported in ``too_old``, not as a problem. A label that is
+    there must still match. Each problem names the contract file it comes from.
     """
     name = select_contract(labels)
-    problems = [f"{name}: {p}" for p in check_label_contract(labels, packaged_contract(name))]
+    release = version.release if version else CONTRACT_RELEASE
+    patterns = packaged_contract(name)
+    required = [p for p in patterns if _added_after(p, release) is None]
+    too_old = sorted({f"{_key_display(p)} (added in v{'.'.join(map(str, added))})"
+                      for p in patterns if (added := _added_after(p, release))
+                      and not any(p.search(f"{k}={v}") for k, v in labels.items())})
+    problems = [f"{name}: {p}" for p in check_label_contract(labels, required)]
+    problems += [f"{name}: {p}" for p in check_label_contract(
+        labels, [p for p in patterns if p not in required], require_all=False)]
     vgpu_required = labels.get("nvidia.com/vgpu.present") == "true"
     problems += [f"{VGPU}: {p}" for p in check_label_contract(
         labels, packaged_contract(VGPU), require_all=vgpu_required)]
-    return problems
+    return GfdCheck(problems, too_old)

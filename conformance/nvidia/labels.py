@@ -29,6 +29,11 @@ GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
 
+# Node Feature Discovery's PCI vendor label: an NVIDIA device (vendor 0x10de) on the PCI bus.
+# The device plugin chart schedules on it (values.yaml affinity), as does the GPU Operator's NFD.
+NFD_PCI_NVIDIA = "feature.node.kubernetes.io/pci-10de.present"
+GFD_TIMESTAMP = "nvidia.com/gfd.timestamp"
+
 OPERATOR_SELECTOR = "app.kubernetes.io/component=gpu-operator"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 

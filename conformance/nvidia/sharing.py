@@ -358,3 +358,29 @@ def _check_devices(where: str, devices: Any, errors: list[str], warnings: list[s
     else:
         warnings.append(f"{where}.devices: customizing 'devices' is not supported; ignored "
                         "(sharing applies to all GPUs)")
+
+
+def gfd_sharing_labels(config: SharingConfig) -> dict[str, str]:
+    """The labels GFD sets for whole GPUs under ``config`` (k8s-device-plugin internal/lm/
+    resource.go): replicas, strategy, mps.capable, and the product's -SHARED suffix unless the
+    resource is renamed. ``<product>`` stands for the GPU's own product name."""
+    replicas = config.replicas_for(GPU_RESOURCE)
+    shared = replicas > 1
+    return {
+        "nvidia.com/gpu.replicas": str(replicas),
+        "nvidia.com/gpu.sharing-strategy": config.strategy if shared else "none",
+        "nvidia.com/gpu.product": "<product>" + ("-SHARED" if shared and not
+                                                 config.rename_by_default else ""),
+        "nvidia.com/mps.capable": str(config.strategy == "mps").lower(),
+    }
+
+
+def capacity_lines(config: SharingConfig, gpus: int) -> list[str]:
+    """What the plugin advertises, per shared resource: "nvidia.com/gpu: 10 per GPU; 8 GPUs
+    -> 80"."""
+    return [f"{config.advertised_name(r.name)}: {r.replicas} per "
+            f"{'GPU' if r.name == GPU_RESOURCE else 'MIG device'}; {gpus} "
+            f"{'GPUs' if r.name == GPU_RESOURCE else 'devices'} -> "
+            f"{advertised_count(gpus, r.replicas)}"
+            + (" (one request > 1 is refused)" if config.fails_requests_greater_than_one
+               else "") for r in config.resources]

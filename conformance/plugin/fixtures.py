@@ -6,14 +6,14 @@ import pytest
 
 from conformance import catalog
 from conformance.checks.gpu_nodes import GpuNode
-from conformance.checks.rollout import OperatorView
 from conformance.cluster import dra as cluster_dra
 from conformance.cluster import evidence as ev
 from conformance.cluster import namespaces, views
 from conformance.cluster.client import Cluster
 from conformance.cluster.locks import held
-from conformance.common.vocab import TARGETS
+from conformance.common.vocab import NOT_APPLICABLE_PREFIX, TARGETS
 from conformance.nvidia.clusterpolicy import ClusterPolicy
+from conformance.nvidia.labels import DEPLOY_PREFIX, OPERATOR_SELECTOR
 from conformance.plugin.api import not_applicable
 from conformance.plugin.recorder import Recorder
 from conformance.run.targets import Env
@@ -122,14 +122,33 @@ def gpu_nodes(cluster: Cluster) -> list[GpuNode]:
 
 
 @pytest.fixture(scope="session")
-def operator_view(cluster: Cluster, gpu_env: Env) -> OperatorView:
-    """DaemonSets and pods of the operator namespace, read once per session."""
-    return views.read_operator_view(cluster, gpu_env.options.operator_namespace)
+def gpu_stack(cluster: Cluster, gpu_env: Env) -> views.GpuStack:
+    """Who runs the NVIDIA stack (operator, device plugin chart, neither) and its
+    components, read once per session."""
+    return views.read_gpu_stack(cluster, gpu_env.options.operator_namespace)
 
 
 @pytest.fixture(scope="session")
-def cluster_policy(cluster: Cluster) -> ClusterPolicy | None:
-    return views.read_cluster_policy(cluster)
+def cluster_policy(gpu_stack: views.GpuStack) -> ClusterPolicy | None:
+    return gpu_stack.policy
+
+
+@pytest.fixture(scope="session")
+def sharing_docs(cluster: Cluster, gpu_stack: views.GpuStack) -> views.SharingDocs | None:
+    """The device plugin's sharing configs (from the ClusterPolicy or the chart), if any."""
+    return views.read_sharing_docs(cluster, gpu_stack)
+
+
+@pytest.fixture
+def require_operator(gpu_stack: views.GpuStack, gpu_nodes: list[GpuNode]) -> views.GpuStack:
+    """The stack, when the GPU Operator manages it (or its labels on the GPU nodes say it
+    should); not-applicable otherwise."""
+    labelled = any(k.startswith(DEPLOY_PREFIX) for n in gpu_nodes for k in n.labels)
+    if not (gpu_stack.operator_installed or labelled):
+        pytest.skip(f"{NOT_APPLICABLE_PREFIX} no GPU Operator in this cluster (no Deployment "
+                    f"labelled {OPERATOR_SELECTOR}, no ClusterPolicy): the stack is "
+                    f"{gpu_stack.shape}")
+    return gpu_stack
 
 
 @pytest.fixture
@@ -168,6 +187,6 @@ def require_device_plugin_nodes(require_gpu_nodes: list[GpuNode],
 @pytest.fixture
 def require_gpu_nodes(gpu_nodes: list[GpuNode]) -> list[GpuNode]:
     """GPU nodes, failing with the count (not a later timeout) when there are none."""
-    assert gpu_nodes, ("0 nodes are labelled nvidia.com/gpu.present=true: no GPU nodes, or "
-                       "NFD/the GPU Operator is not labelling them")
+    assert gpu_nodes, ("no GPU node: no node advertises an NVIDIA GPU resource or carries GFD, "
+                       "NFD (pci-10de) or GPU Operator labels")
     return gpu_nodes

@@ -10,10 +10,12 @@ collects it, workers included.
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
 from conformance import catalog, options
+from conformance.cluster import waits
 from conformance.common import interrupts
 from conformance.common.runid import new_run_id
 from conformance.common.vocab import NOT_APPLICABLE_PREFIX
@@ -48,6 +50,29 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(fixtures, "gpu_conformance_fixtures")
     if not hasattr(config, "workerinput"):
         interrupts.sigterm_as_interrupt()
+    waits.set_reporter(_live_lines(config))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    waits.set_reporter(None)
+
+
+def _live_lines(config: pytest.Config):
+    """Long waits' progress, written to the terminal now, not captured with the test's output
+    (under xdist, a worker's lines stay with the worker)."""
+    def write(message: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            return
+        line = f"[gpuconf {time.strftime('%H:%M:%S')}] {message}"
+        if capture is None:
+            reporter.write_line(line)
+            return
+        with capture.global_and_fixture_disabled():
+            reporter.ensure_newline()
+            reporter.write_line(line)
+    return write
 
 
 @pytest.hookimpl(optionalhook=True)

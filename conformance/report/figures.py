@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from conformance.report import fmt
-from conformance.report.measure import Kernel, Series
+from conformance.report.measure import Kernel, LatencyCurve, Series
 from conformance.report.svg import (
     ACCENT,
+    ACCENT_LIGHT,
     BAD,
     GOOD,
     GRID,
@@ -178,3 +180,45 @@ def _aggregate_panel(svg: Svg, series: Series, x0: float, x1: float) -> None:
         svg.line(x0, y_t, x1, y_t, BAD, 1.5, "6 3")
         svg.line(x0 + 170, 296, x0 + 194, 296, BAD, 1.5, "6 3")
         svg.text(x0 + 200, 300, f"threshold {fmt.number(threshold)}", 11, fill=MUTED)
+
+
+# One colour per sharing mode, darker with more sharers; dashed for MPS.
+_MODE_COLOURS = {"solo": INK, "time-slicing": ACCENT, "mps": REFERENCE}
+
+
+def latency_cdf_chart(curves: Sequence[LatencyCurve]) -> str | None:
+    """The client's latency CDF in each setting (log-scaled latency, quantile 0..1)."""
+    drawn = [c for c in curves if len(c.cdf) > 1]
+    if not drawn:
+        return None
+    low = min(x for c in drawn for x, _q in c.cdf if x > 0)
+    high = max(x for c in drawn for x, _q in c.cdf)
+    lo, hi = math.log10(low), math.log10(max(high, low * 1.01))
+    x0, x1, top, bottom = 70, 720, 30, 300
+    svg = Svg(1000, 340, "Latency CDF of a small-kernel client, alone and beside sharers")
+
+    def x(us: float) -> float:
+        return x0 + (x1 - x0) * (math.log10(max(us, low)) - lo) / (hi - lo)
+
+    def y(q: float) -> float:
+        return bottom - (bottom - top) * q
+
+    for q in (0.0, 0.5, 0.9, 0.99, 1.0):
+        svg.line(x0, y(q), x1, y(q), GRID)
+        svg.text(x0 - 8, y(q) + 4, f"{q:g}", 10, "end", MUTED)
+    decade = 10 ** math.floor(lo)
+    while decade <= 10 ** hi:
+        if decade >= low:
+            svg.line(x(decade), top, x(decade), bottom, GRID)
+            svg.text(x(decade), bottom + 16, fmt.number(decade / 1000) + " ms", 10, "middle",
+                     MUTED)
+        decade *= 10
+    svg.text(x0, 18, "quantile", 12, weight="600")
+    for i, curve in enumerate(drawn):
+        colour = _MODE_COLOURS.get(curve.mode, ACCENT_LIGHT)
+        svg.polyline([(x(us), y(q)) for us, q in curve.cdf], colour, 2,
+                     dash="5 3" if curve.mode == "mps" else None)
+        svg.line(740, 40 + i * 20, 770, 40 + i * 20, colour, 2,
+                 dash="5 3" if curve.mode == "mps" else None)
+        svg.text(778, 44 + i * 20, curve.label, 11)
+    return svg.render()

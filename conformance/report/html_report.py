@@ -312,9 +312,26 @@ def latency_block(latency: Mapping[str, Any] | None) -> str:
             + text_table(headers, rows, numeric=(0, 1, 2, 3)))
 
 
+def tail_latency_block(experiments: Sequence[measure.TailLatency]) -> str:
+    out = []
+    for exp in experiments:
+        headers, rows = tables.tail_latency_table(exp.curves)
+        out.append(
+            "<h4>Tail latency under sharing</h4>"
+            + _figure(figures.latency_cdf_chart(exp.curves),
+                      "Latency of a batch-1 inference-like client, as a cumulative distribution "
+                      "(log-scaled time): alone, beside N time-sliced sharers (solid) and "
+                      "under MPS (dashed). A curve further right is slower; a long flat tail "
+                      "is jitter.")
+            + text_table(headers, rows, numeric=(1, 2, 3, 4))
+            + (f'<p class="small">{esc(exp.finding)}</p>' if exp.finding else ""))
+    return "".join(out)
+
+
 def measurements_block(measurements: Mapping[str, Any], target: str | None) -> str:
     body = (kernels_block(measure.kernels(measurements))
             + interference_block(measure.interference(measurements))
+            + tail_latency_block(measure.tail_latency(measurements))
             + isolation_block(measure.isolation(measurements))
             + latency_block(measure.scheduling_latency(measurements))
             + other_block(measure.other_families(measurements)))

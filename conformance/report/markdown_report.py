@@ -135,6 +135,9 @@ def measurement_lines(measurements: Mapping[str, Any], h: str) -> list[str]:
         lines += table(*tables.interference_table(series))
         if limits := tables.thresholds(series):
             lines += [f"Thresholds: {cell(limits)}", ""]
+    for exp in measure.tail_latency(measurements):
+        lines += [f"{h}# Tail latency under sharing", "",
+                  *table(*tables.tail_latency_table(exp.curves)), "", exp.finding, ""]
     findings = measure.isolation(measurements)
     if findings:
         lines += [f"{h}# Isolation findings", "", *table(*tables.isolation_table(findings))]

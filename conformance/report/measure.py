@@ -237,7 +237,57 @@ def isolation(measurements: Mapping[str, Any]) -> list[Isolation]:
     return found
 
 
-KNOWN_FAMILIES = ("kernels", "interference", "isolation", "scheduling_latency")
+KNOWN_FAMILIES = ("kernels", "interference", "isolation", "scheduling_latency", "tail_latency")
+
+
+@dataclass
+class LatencyCurve:
+    """One setting of a tail-latency experiment: the client's latency distribution."""
+
+    label: str  # "alone", "time-slicing, 2 sharers", "MPS, 4 sharers"
+    mode: str
+    sharers: int
+    p50_us: float | None
+    p99_us: float | None
+    p999_us: float | None
+    p99_slowdown: float | None
+    cdf: list[tuple[float, float]] = field(default_factory=list)  # (latency us, quantile)
+
+
+@dataclass
+class TailLatency:
+    title: str
+    finding: str
+    quantum_ms: float | None
+    curves: list[LatencyCurve]
+
+
+def tail_latency(measurements: Mapping[str, Any]) -> list[TailLatency]:
+    """gpu_kernels ``latency`` results (family ``tail_latency``), one per experiment."""
+    out = []
+    for doc in as_list(measurements.get("tail_latency")):
+        if not isinstance(doc, Mapping):
+            continue
+        curves = []
+        for p in as_list(doc.get("points")):
+            if not isinstance(p, Mapping):
+                continue
+            lat = p.get("latency_us") if isinstance(p.get("latency_us"), Mapping) else {}
+            slow = p.get("slowdown") if isinstance(p.get("slowdown"), Mapping) else {}
+            mode, sharers = str(p.get("mode") or "?"), int(num(p.get("sharers")) or 0)
+            label = "alone" if mode == "solo" else (
+                f"{'MPS' if mode == 'mps' else mode}, {sharers} sharer{'s' * (sharers != 1)}")
+            cdf = [(float(x), float(q)) for x, q in as_list(p.get("cdf"))
+                   if num(x) is not None and num(q) is not None]
+            curves.append(LatencyCurve(label, mode, sharers, num(lat.get("p50")),
+                                       num(lat.get("p99")), num(lat.get("p999")),
+                                       num(slow.get("p99")), cdf))
+        quantum = doc.get("quantum") if isinstance(doc.get("quantum"), Mapping) else {}
+        out.append(TailLatency(str(doc.get("device") or "tail latency under sharing")
+                               if isinstance(doc.get("device"), str) else
+                               "tail latency under sharing", str(doc.get("finding") or ""),
+                               num(quantum.get("ms")), curves))
+    return out
 
 
 def other_families(measurements: Mapping[str, Any]) -> dict[str, Any]:

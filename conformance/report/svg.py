@@ -64,6 +64,14 @@ class Svg:
             f' fill="{fill}"{_attrs({"font_weight": weight})}>{escape(content)}</text>'
         )
 
+    def polyline(self, points: list[tuple[float, float]], stroke: str, width: float = 2,
+                 dash: str | None = None) -> None:
+        coords = " ".join(f"{_n(x)},{_n(y)}" for x, y in points)
+        self._parts.append(
+            f'<polyline points="{coords}" fill="none" stroke="{stroke}"'
+            f' stroke-width="{_n(width)}"{_attrs({"stroke_dasharray": dash})}/>'
+        )
+
     def render(self) -> str:
         label = escape(self.label, quote=True)
         return (

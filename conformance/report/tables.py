@@ -75,3 +75,11 @@ def latency_table(latency: Mapping[str, Any]) -> Table:
     return (["Samples", "p50 (s)", "p99 (s)", "max (s)"],
             [[fmt.text(latency.get("samples")),
               *(fmt.number(latency.get(k)) for k in ("p50_s", "p99_s", "max_s"))]])
+
+
+def tail_latency_table(curves) -> Table:
+    """p50/p99/p99.9 of the client per setting, and its p99 slowdown against running alone."""
+    rows = [[c.label, *(fmt.number(None if v is None else v / 1000) for v in
+                        (c.p50_us, c.p99_us, c.p999_us)),
+             fmt.ratio(c.p99_slowdown) if c.p99_slowdown is not None else "—"] for c in curves]
+    return ["Setting", "p50 (ms)", "p99 (ms)", "p99.9 (ms)", f"p99 slowdown ({TIMES})"], rows

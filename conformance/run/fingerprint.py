@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from kubernetes.client.exceptions import ApiException
-
+from conformance.cluster import views
+from conformance.nvidia import driver, gfd_contract
 from conformance.nvidia import labels as L
 from conformance.run.targets import Env
 
 
 def of_cluster(env: Env) -> dict:
     cluster = env.require_cluster()
-    nodes = cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items
+    stack = views.read_gpu_stack(cluster, env.options.operator_namespace)
     rows = []
-    for node in nodes:
-        lab = node.metadata.labels or {}
-        alloc = node.status.allocatable or {}
-        resource, count = L.gpu_resource_of(alloc)
+    for node in views.list_gpu_nodes(cluster):
+        lab = node.labels
+        resource, count = node.main_resource
+        gfd = stack.gfd_version(node.name) or gfd_contract.version_from_labels(lab)
         rows.append({
-            "name": node.metadata.name,
+            "name": node.name,
+            "gpu_evidence": list(node.evidence),
             "gpu_product": lab.get(L.PRODUCT),
             "gpu_count": _int(lab.get(L.COUNT)),
             "gpu_memory_mib": _int(lab.get(L.MEMORY)),
@@ -26,24 +27,22 @@ def of_cluster(env: Env) -> dict:
             "replicas": _int(lab.get(L.REPLICAS)),
             "sharing_strategy": lab.get(L.SHARING_STRATEGY),
             "mig_strategy": lab.get(L.MIG_STRATEGY, "none"),
-            "driver_version": lab.get(L.DRIVER_FULL),
+            "driver_version": driver.version_from_labels(lab),
             "cuda_version": lab.get(L.RUNTIME_FULL),
+            "gfd_version": gfd.text if gfd else None,
         })
     operator_version = chart_version = None
-    try:
-        deps = cluster.apps.list_namespaced_deployment(
-            env.options.operator_namespace, label_selector=L.OPERATOR_SELECTOR).items
-        if deps:
-            dep_labels = deps[0].metadata.labels or {}
-            image = deps[0].spec.template.spec.containers[0].image or ""
-            operator_version = dep_labels.get("app.kubernetes.io/version") or (
-                image.rsplit(":", 1)[-1] if ":" in image else None)
-            chart = dep_labels.get("helm.sh/chart", "")
-            chart_version = chart.rsplit("-", 1)[-1] if chart else None
-    except ApiException:
-        pass
+    if stack.operator_deployments:
+        dep = stack.operator_deployments[0]
+        dep_labels = dep.metadata.labels or {}
+        image = dep.spec.template.spec.containers[0].image or ""
+        operator_version = dep_labels.get("app.kubernetes.io/version") or (
+            image.rsplit(":", 1)[-1] if ":" in image else None)
+        chart = dep_labels.get("helm.sh/chart", "")
+        chart_version = chart.rsplit("-", 1)[-1] if chart else None
     return {
         "kubernetes_version": env.server_version,
+        "gpu_stack": stack.shape,
         "operator_version": operator_version,
         "chart_version": chart_version,
         "driver_versions": sorted({r["driver_version"] for r in rows if r["driver_version"]}),

@@ -11,7 +11,7 @@ from conformance.cluster.client import connect
 from conformance.cluster.namespaces import wait_for_default_service_account
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
-from conformance.sim import standin
+from conformance.sim import plugin_chart, standin
 from conformance.sim.controlplane import ClusterState, ControlPlane, _pid_alive, clusters_dir
 from conformance.sim.faults import validate as validate_faults
 
@@ -57,8 +57,10 @@ ROLLOUT_PER_NODE_S = 1.0
 
 def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) -> None:
     """Until the operator Deployment is available and every operand DaemonSet is rolled out
-    as far as the faults allow (a crash-looping or untolerated operand never is)."""
-    ns = sim_state.operator_namespace
+    as far as the faults allow (a crash-looping or untolerated operand never is); without the
+    operator, the device plugin chart's DaemonSets."""
+    operator = sim_state.resolve_profile().stack == "gpu-operator"
+    ns = sim_state.operator_namespace if operator else plugin_chart.NAMESPACE
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * sim_state.resolve_profile().node_count
     deadline = time.monotonic() + timeout
     last, stuck = "", []
@@ -70,7 +72,7 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
                     for d in dss)
         # With faults the operator itself may never become available (operator-unavailable);
         # its Deployment must still have taken the faulty template.
-        dep_ok = deps and all((d.status.available_replicas or 0) >= 1 or (
+        dep_ok = (deps or not operator) and all((d.status.available_replicas or 0) >= 1 or (
             sim_state.faults and d.status.observed_generation == d.metadata.generation)
             for d in deps)
         msg = f"operands rolled out: {ready}/{desired} pods ready in {len(dss)} DaemonSets"

@@ -377,6 +377,9 @@ class ControlPlane:
                     f"--service-account-signing-key-file={pki / 'sa.key'}",
                     "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
                     "--authorization-mode=Node,RBAC",
+                    # as managed node pools run it (GKE, AKS): a pod asking for
+                    # nvidia.com/gpu tolerates a taint of that name without saying so
+                    "--enable-admission-plugins=ExtendedResourceToleration",
                     f"--service-cluster-ip-range={SERVICE_CIDR}",
                     # a real kubelet joins with a bootstrap token and is reached at its IP
                     "--enable-bootstrap-token-auth=true",

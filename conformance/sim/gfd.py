@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 
 from conformance.nvidia import driver
+from conformance.nvidia import labels as L
 from conformance.nvidia.gpu_models import GPU_MODELS
 from conformance.nvidia.labels import GPU_RESOURCE
 from conformance.nvidia.sharing import SharingConfig
@@ -34,7 +35,7 @@ DEFAULT_GENERATION = 1767225600  # 2026-01-01T00:00:00Z: a fixed gfd.timestamp f
 # Operands the operator switches on per GPU node (container workload), state_manager.go.
 DEPLOY_OPERANDS = ("driver", "gpu-feature-discovery", "container-toolkit", "device-plugin",
                    "dcgm", "dcgm-exporter", "node-status-exporter", "operator-validator")
-NFD_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
+NFD_PCI_LABEL = L.NFD_PCI_NVIDIA
 
 
 # --- labels -------------------------------------------------------------------------------------
@@ -42,19 +43,21 @@ NFD_PCI_LABEL = "feature.node.kubernetes.io/pci-10de.present"
 
 def node_labels(group: NodeGroup, index: int, *, generation: int = DEFAULT_GENERATION,
                 driver_version: str | None = None, product_override: str | None = None,
-                replicas_override: int | None = None, include_gfd: bool = True) -> dict[str, str]:
+                replicas_override: int | None = None, include_gfd: bool = True,
+                operator: bool = True) -> dict[str, str]:
     """The full label set NFD, the operator and GFD put on node ``index`` of ``group``.
 
     ``generation`` is ``nvidia.com/gfd.timestamp`` (10 digits). The other keywords exist to play
     faults: ``driver_version`` replaces the group's driver in every driver label,
     ``product_override`` / ``replicas_override`` replace ``nvidia.com/gpu.product`` /
     ``nvidia.com/gpu.replicas``, and ``include_gfd=False`` leaves out everything GFD writes.
-    A CPU-only node gets no labels from any of them: ``{}``.
+    ``operator=False``: no GPU Operator (the device plugin chart), so only NFD's PCI label
+    besides GFD's. A CPU-only node gets no labels from any of them: ``{}``.
     """
     group.node_name(index)  # IndexError for an index outside the group
     if not group.is_gpu:
         return {}
-    labels = dict(_operator_labels(group))
+    labels = dict(_operator_labels(group)) if operator else {NFD_PCI_LABEL: "true"}
     if include_gfd:
         labels.update(_gfd_labels(group, generation, driver_version or group.driver_version))
         if product_override is not None:
@@ -84,6 +87,7 @@ def _operator_labels(group: NodeGroup) -> tuple[tuple[str, str], ...]:
               "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}
     labels.update({f"nvidia.com/gpu.deploy.{op}": "true" for op in DEPLOY_OPERANDS
                    if not (op == "device-plugin" and group.allocation == "dra")})
+
     if group.model.mig_capable:
         labels["nvidia.com/gpu.deploy.mig-manager"] = "true"
         labels["nvidia.com/mig.config"] = group.mig_config
@@ -169,6 +173,7 @@ def gpu_resources(group: NodeGroup) -> dict[str, int]:
     if group.allocation == "dra":  # the DRA driver offers them as devices, not resources
         return out
     for name, count in group.base_resources().items():
+
         if group.sharing is None:
             out[name] = count
         else:

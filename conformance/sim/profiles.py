@@ -68,6 +68,8 @@ class Taint:
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 ALLOCATIONS = ("device-plugin", "dra")
 
+STACKS = ("gpu-operator", "device-plugin-chart")
+
 
 @dataclass(frozen=True)
 class NodeGroup:
@@ -91,7 +93,6 @@ class NodeGroup:
     # How the node hands out its GPUs: the device plugin (nvidia.com/gpu in its capacity) or
     # the NVIDIA DRA driver (a gpu.nvidia.com ResourceSlice pool; sim/dra.py plays it).
     allocation: str = "device-plugin"
-
 
 
     def __post_init__(self) -> None:
@@ -212,8 +213,7 @@ def _check_layout(where: str, model: GpuModel, layout: MigLayout, strategy: str)
 def gpu_group(name: str, count: int, model: str, gpus_per_node: int, machine_type: str, *,
               cpu: int, memory_gib: int, name_prefix: str | None = None,
               **kwargs: object) -> NodeGroup:
-    """A GPU node group, tainted ``nvidia.com/gpu=present:NoSchedule`` unless given ``taints``."""
-    kwargs.setdefault("taints", (GPU_TAINT,))
+    """A GPU node group (untainted, as the GPU Operator leaves nodes, unless given ``taints``)."""
     return NodeGroup(name=name, count=count, name_prefix=name_prefix or f"gpu-{name}",
                      machine_type=machine_type, cpu=cpu, memory_gib=memory_gib, gpu_model=model,
                      gpus_per_node=gpus_per_node, **kwargs)  # type: ignore[arg-type]
@@ -230,10 +230,19 @@ class Profile:
     name: str
     description: str
     groups: tuple[NodeGroup, ...] = field(default_factory=tuple)
+    # Who runs the NVIDIA stack: the GPU Operator (ClusterPolicy, operands), or the device
+    # plugin Helm chart with GFD and NFD and no operator (nvidia.device_plugin_chart).
+    stack: str = "gpu-operator"
 
     def __post_init__(self) -> None:
         if not self.groups:
             raise ValueError(f"profile {self.name!r} has no node groups")
+        if self.stack not in STACKS:
+            raise ValueError(f"profile {self.name!r}: stack {self.stack!r} is not one of "
+                             f"{', '.join(STACKS)}")
+        if self.stack != "gpu-operator" and any(g.mig_enabled for g in self.gpu_groups):
+            raise ValueError(f"profile {self.name!r}: MIG layouts need the operator's MIG "
+                             "manager")
         for attr in ("name", "name_prefix"):
             values = [getattr(g, attr) for g in self.groups]
             if len(set(values)) != len(values):
@@ -345,6 +354,19 @@ def _profiles() -> dict[str, Profile]:
                            **_P5), cpu_group())),
         Profile("large", "500 nodes x 8 H100 (list/watch scale), plus a CPU node",
                 (gpu_group("h100", 500, H100, 8, **_P5), cpu_group())),
+        Profile("managed-tainted",
+                "a managed node pool: GPU nodes tainted nvidia.com/gpu=present:NoSchedule, GPU "
+                "pods tolerated by the API server's ExtendedResourceToleration",
+                (gpu_group("h100", 2, H100, 8, taints=(GPU_TAINT,), **_P5), cpu_group())),
+        Profile("device-plugin-chart",
+                "no GPU Operator: the device plugin chart with GFD and NFD on 2 x 8 H100",
+                (gpu_group("h100", 2, H100, 8, mig_strategy="none", **_P5), cpu_group()),
+                stack="device-plugin-chart"),
+        Profile("device-plugin-chart-time-slicing",
+                "no GPU Operator: the device plugin chart, time-slicing 4 replicas from its "
+                "config.map", (gpu_group("h100", 2, H100, 2, mig_strategy="none", sharing=ts4,
+                                         **_A3_2G), cpu_group()),
+                stack="device-plugin-chart"),
         # --- DRA: the NVIDIA DRA driver (gpu.nvidia.com) hands out the GPUs (sim/dra.py) ---
         Profile("dra", "DRA only: 1 x 8 A100-40GB (compute 8.0) and 2 x 8 H100 (9.0) publish "
                 "gpu.nvidia.com pools; no nvidia.com/gpu in their capacity",
@@ -368,6 +390,7 @@ def _profiles() -> dict[str, Profile]:
                                          allocation="dra", **_P5), cpu_group())),
     )
     return {p.name: p for p in profiles}
+
 
 
 PROFILES: dict[str, Profile] = _profiles()

@@ -16,8 +16,10 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
+import dataclasses
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,10 +31,12 @@ from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, connect
 from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
-from conformance.nvidia import driver, operands
+from conformance.nvidia import clusterpolicy, driver, operands
 from conformance.nvidia import labels as L
-from conformance.sim import dra, gfd, profiles
+from conformance.nvidia.clusterpolicy import ClusterPolicy
+from conformance.sim import dra, gfd, plugin_chart, profiles
 from conformance.sim.faults import validate as validate_faults
+from conformance.sim.sharing_flow import Applied, ConfigSource, applied_for
 
 log = logging.getLogger("gpuconf.standin")
 
@@ -46,9 +50,11 @@ OPERAND_FAULTS: dict[str, dict[str, str]] = {
     "driver-crashloop": {"nvidia-driver-daemonset": CRASHLOOP_ANNOTATION,
                          "nvidia-operator-validator": STUCK_INIT_ANNOTATION},
     "mig-manager-crashloop": {"nvidia-mig-manager": CRASHLOOP_ANNOTATION},
-    # The plugin exits on "number of replicas must be >= 2".
-    "sharing-config-invalid": {"nvidia-device-plugin-daemonset": CRASHLOOP_ANNOTATION},
 }
+# The device plugin crash-loops when it refuses its sharing config ("number of replicas must
+# be >= 2"): derived from the config (sharing_flow), whoever broke it (a user, or the
+# sharing-config-invalid fault).
+PLUGIN_DS = operands.get_operand("device-plugin").name
 REWRITER_POLICY = "gpuconf-sim-gpu-request-rewriter"
 UNPINNED_NAMESPACE = "ml-team"
 UNPINNED_DEPLOYMENT = "trainer"
@@ -57,6 +63,7 @@ CONFIG_MAP = "gpuconf-sim-standin"
 CLUSTER_POLICY = "cluster-policy"
 OPERATOR_VERSION = "v26.7.0"  # the chart version the stand-in plays (../shared/upstream)
 DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-config"
+SEED_KEY = "default"  # the key the profile's sharing config is seeded under
 MISMATCHED_DRIVER = "570.86.15"
 # NoExecute, so operand pods already on the node are evicted as on a freshly tainted node.
 FOREIGN_TAINT = {"key": "dedicated", "value": "ml-team", "effect": "NoExecute"}
@@ -102,7 +109,7 @@ def resized(base: profiles.Profile, nodes: int | None,
     groups = tuple(new if g is gpu else g for g in base.groups if not g.is_gpu or g is gpu)
     return profiles.Profile(f"{base.name}-{new.count}x{new.gpus_per_node}",
                             f"{base.description} (resized to {new.count} GPU nodes x "
-                            f"{new.gpus_per_node} GPUs)", groups)
+                            f"{new.gpus_per_node} GPUs)", groups, stack=base.stack)
 
 
 # ---- desired state -------------------------------------------------------------------------
@@ -115,24 +122,80 @@ class NodePlan:
     gpu: bool
 
 
-def plan_nodes(state: SimState) -> list[NodePlan]:
+def plan_nodes(state: SimState, source: ConfigSource | None,
+               current_labels: dict[str, dict[str, str]] | None = None) -> Plan:
+    """What every node should carry, with the sharing the plugin applies from ``source``
+    (the ConfigMap it is pointed at) and the nodes' own ``device-plugin.config`` labels."""
     profile = state.resolve_profile()
+    operator = profile.stack == "gpu-operator"
+    current_labels = current_labels or {}
     plans: list[NodePlan] = []
+    refused: list[str] = []
     first_gpu = True
     for group in profile.node_groups:
         for index in range(group.count):
             name = group.node_name(index)
             is_gpu = group.is_gpu
+            node_group = group
+            if is_gpu:
+                node_group, why = _with_applied_sharing(
+                    group, applied_for(source, current_labels.get(name, {})))
+                if why:
+                    refused.append(f"{name}: {why}")
             node_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                            "type": "kwok", STANDIN_LABEL: "true"}
-            node_labels.update(gfd.node_labels(group, index) if is_gpu else {})
-            resources = gfd.advertised_resources(group)
+            node_labels.update(gfd.node_labels(node_group, index, operator=operator)
+                               if is_gpu else {})
+            resources = gfd.advertised_resources(node_group)
             taints = [t.as_dict() for t in group.taints]
             if is_gpu:
                 _apply_node_faults(state, node_labels, resources, taints, first_gpu)
                 first_gpu = False
             plans.append(NodePlan(name, node_labels, taints, resources, is_gpu))
-    return plans
+    return Plan(plans, refused)
+
+
+@dataclass
+class Plan:
+    nodes: list[NodePlan]
+    refused: list[str]  # nodes whose plugin refuses its sharing config, and why
+
+
+def _with_applied_sharing(group: profiles.NodeGroup,
+                          applied: Applied) -> tuple[profiles.NodeGroup, str | None]:
+    """The group as its plugin runs it; a refused config leaves the last good one (the
+    profile's) in place, as a crash-looping plugin leaves the kubelet's resources."""
+    if applied.refused:
+        return group, applied.refused
+    try:
+        return dataclasses.replace(group, sharing=applied.config), None
+    except ValueError as exc:  # e.g. MPS on MIG devices: the plugin exits
+        return group, str(exc)
+
+
+def seeded_source(state: SimState) -> ConfigSource | None:
+    """The sharing configs the profile installs (a fault may break them), or None."""
+    doc = state.resolve_profile().sharing_config()
+    if doc is None:
+        return None
+    if state.has("sharing-config-invalid"):
+        doc = copy.deepcopy(doc)
+        for section in (doc.get("sharing") or {}).values():
+            for resource in section.get("resources", []):
+                resource["replicas"] = 1  # "to turn sharing off": the plugin refuses it
+    return ConfigSource(DEVICE_PLUGIN_CONFIG_MAP, SEED_KEY,
+                        {SEED_KEY: yaml.safe_dump(doc, sort_keys=False)})
+
+
+def observed_source(cluster: Cluster, state: SimState, policy: dict | None) -> ConfigSource | None:
+    """The sharing configs the plugin is pointed at now, read from the cluster: the
+    ClusterPolicy's spec.devicePlugin.config, or (no operator) the chart's mounted ConfigMap."""
+    if state.resolve_profile().stack != "gpu-operator":
+        return plugin_chart.observed_source(cluster)
+    ref = ClusterPolicy(policy).device_plugin_config if policy else None
+    if ref is None:
+        return None
+    return plugin_chart.read_source(cluster, state.operator_namespace, ref.name, ref.default)
 
 
 _GFD_PREFIXES = ("nvidia.com/gpu.", "nvidia.com/cuda.", "nvidia.com/mig", "nvidia.com/mps.",
@@ -169,22 +232,11 @@ def _apply_node_faults(state: SimState, node_labels: dict, resources: dict, tain
     if state.has("time-slicing-replicas-mislabelled") and L.REPLICAS in node_labels:
         node_labels[L.REPLICAS] = str(int(node_labels[L.REPLICAS]) * 2)
     if state.has("wrong-gpu-type-label") and L.PRODUCT in node_labels:
-        node_labels[L.PRODUCT] = other_product(node_labels[L.PRODUCT])
+        node_labels[L.PRODUCT] = gfd.other_product(node_labels[L.PRODUCT])
     if state.has("compute-capability-label-wrong") and L.COMPUTE_MAJOR in node_labels:
         node_labels.update({L.COMPUTE_MAJOR: "9", L.COMPUTE_MINOR: "0", L.FAMILY: "hopper"})
     if state.has("gpu-node-taint-missing-toleration"):
         taints.append(dict(FOREIGN_TAINT))
-
-
-def other_product(product: str) -> str:
-    """Another GPU model's product name (of another generation), for wrong-gpu-type-label."""
-    from conformance.nvidia.gpu_models import GPU_MODELS
-
-    current = GPU_MODELS.get(product.removesuffix(L.SHARED_SUFFIX))
-    for name, model in GPU_MODELS.items():
-        if current is None or model.compute_major != current.compute_major:
-            return name + (L.SHARED_SUFFIX if product.endswith(L.SHARED_SUFFIX) else "")
-    return "NVIDIA-A100-SXM4-40GB"
 
 
 def cluster_policy_spec(state: SimState) -> dict:
@@ -194,15 +246,17 @@ def cluster_policy_spec(state: SimState) -> dict:
     spec.setdefault("driver", {})["version"] = profile.driver_version
     if profile.sharing_config() is not None:
         spec.setdefault("devicePlugin", {})["config"] = {
-            "name": DEVICE_PLUGIN_CONFIG_MAP, "default": "default"}
+            "name": DEVICE_PLUGIN_CONFIG_MAP, "default": SEED_KEY}
     return spec
 
 
 def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
-                       owner: dict | None = None) -> dict:
+                       owner: dict | None = None, *, plugin_refuses: bool = False) -> dict:
     labels = {"app": op.app, STANDIN_LABEL: "true", **op.extra_labels}
     annotations = {annotation: "true" for fault, plays in OPERAND_FAULTS.items()
                    if state.has(fault) for name, annotation in plays.items() if name == op.name}
+    if plugin_refuses and op.name == PLUGIN_DS:
+        annotations[CRASHLOOP_ANNOTATION] = "true"
     env_map = operands.operand_env(op, spec)
     config = ((spec.get("devicePlugin") or {}).get("config") or {})
     volumes = []
@@ -227,6 +281,7 @@ def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
             "template": {
                 "metadata": {"labels": labels, "annotations": annotations},
                 "spec": {
+                    "serviceAccountName": op.service_account,
                     "nodeSelector": dict(op.node_selector),
                     "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
                     "priorityClassName": "system-node-critical",
@@ -243,25 +298,51 @@ def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
 def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
               progress: Progress = lambda _m: None, nodes: bool = True) -> None:
     validate_faults(state.faults)
-    state.resolve_profile()
+    profile = state.resolve_profile()
     _save_state(cluster, state)
+    seed = seeded_source(state)
+    plan = plan_nodes(state, seed, _node_labels(cluster))
+    operator = profile.stack == "gpu-operator"
     if nodes:
         progress(f"writing {state.profile} nodes")
-        _apply_nodes(cluster, plan_nodes(state))
+        _apply_nodes(cluster, plan.nodes, operator=operator)
     dra.reconcile(cluster, state, progress)  # the NVIDIA DRA driver, whoever runs the stack
     if state.operator == "chart":
         # The chart brings the namespace, CRD, operator Deployment and ClusterPolicy; the
         # controller loop plays the operator once they exist.
         return
-    _ensure_namespace(cluster, state.operator_namespace)
-    _ensure_crd(cluster, chart, progress)
-    spec = _ensure_cluster_policy(cluster, state)
-    _ensure_operator(cluster, state)
-    _ensure_sharing_config(cluster, state)
-    _apply_daemonsets(cluster, state, spec)
-    _set_cluster_policy_status(cluster, state)
+    if operator:
+        plugin_chart.remove(cluster)  # a `sim set` from a profile without the operator
+        _ensure_namespace(cluster, state.operator_namespace)
+        _ensure_crd(cluster, chart, progress)
+        spec = _ensure_cluster_policy(cluster, state)
+        _ensure_operator(cluster, state)
+        _ensure_sharing_config(cluster, state)
+        _apply_daemonsets(cluster, state, spec, plugin_refuses=bool(plan.refused))
+        _set_cluster_policy_status(cluster, state)
+    else:
+        _remove_operator(cluster, state)  # a `sim set` from a profile with the operator
+        plugin_chart.apply(cluster, seed, crashloop=bool(plan.refused), write_config=True)
     _ensure_request_rewriter(cluster, state.has("gpu-request-rewriter"))
     _ensure_unpinned_workload(cluster, state.has("unpinned-gpu-workload"))
+
+
+def _remove_operator(cluster: Cluster, state: SimState) -> None:
+    """What ``helm uninstall gpu-operator`` removes (the CRD stays, as Helm leaves CRDs)."""
+    with _already_done(404):
+        cluster.custom.delete_cluster_custom_object(*clusterpolicy.API, CLUSTER_POLICY)
+    ns = state.operator_namespace
+    for dep in cluster.apps.list_namespaced_deployment(
+            ns, label_selector=f"{STANDIN_LABEL}=true").items:
+        with _already_done(404):
+            cluster.apps.delete_namespaced_deployment(dep.metadata.name, ns)
+    for ds in cluster.apps.list_namespaced_daemon_set(
+            ns, label_selector=f"{STANDIN_LABEL}=true").items:
+        with _already_done(404):
+            cluster.apps.delete_namespaced_daemon_set(ds.metadata.name, ns)
+    for pod in cluster.core.list_namespaced_pod(ns).items:  # KWOK pods go only when forced
+        with _already_done(404):
+            cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
 
 
 def _save_state(cluster: Cluster, state: SimState) -> None:
@@ -335,7 +416,7 @@ def _ensure_crd(cluster: Cluster, chart: str | None, progress: Progress) -> None
     wait_for("the ClusterPolicy CRD to be established", established, timeout=CRD_READY_TIMEOUT_S)
 
 
-def _apply_nodes(cluster: Cluster, plans: list[NodePlan]) -> None:
+def _apply_nodes(cluster: Cluster, plans: list[NodePlan], *, operator: bool = True) -> None:
     existing = {n.metadata.name: n for n in cluster.core.list_node().items}
     for plan in plans:
         node = existing.pop(plan.name, None)
@@ -348,18 +429,20 @@ def _apply_nodes(cluster: Cluster, plans: list[NodePlan]) -> None:
                 "status": {"capacity": plan.resources, "allocatable": plan.resources},
             })
             continue
-        _update_node(cluster, node, plan)
+        _update_node(cluster, node, plan, operator=operator)
     for name, node in existing.items():
         if (node.metadata.labels or {}).get(STANDIN_LABEL) == "true":
             cluster.core.delete_node(name)
 
 
-def _update_node(cluster: Cluster, node, plan: NodePlan) -> None:
+def _update_node(cluster: Cluster, node, plan: NodePlan, *, operator: bool = True) -> None:
     current = node.metadata.labels or {}
     label_patch: dict[str, str | None] = {
         k: None for k in current
         if k.startswith("nvidia.com/") and k not in plan.labels
-        and not k.startswith(L.DEPLOY_PREFIX)  # deploy.* also belongs to the controller loop
+        # deploy.* also belongs to the controller loop, while there is an operator
+        and not (operator and k.startswith(L.DEPLOY_PREFIX))
+        and k != L.DEVICE_PLUGIN_CONFIG  # the user's choice of sharing config for the node
     }
     label_patch.update({k: v for k, v in plan.labels.items() if current.get(k) != v})
     taints = [t.to_dict() if hasattr(t, "to_dict") else t for t in (node.spec.taints or [])]
@@ -466,22 +549,16 @@ def _ensure_operator(cluster: Cluster, state: SimState) -> None:
 
 
 def _ensure_sharing_config(cluster: Cluster, state: SimState) -> None:
-    doc = state.resolve_profile().sharing_config()
-    if doc is None:
+    source = seeded_source(state)
+    if source is None:
         return
-    if state.has("sharing-config-invalid"):
-        doc = copy.deepcopy(doc)
-        for section in (doc.get("sharing") or {}).values():
-            for resource in section.get("resources", []):
-                resource["replicas"] = 1  # "to turn sharing off": the plugin refuses it
     body = {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": DEVICE_PLUGIN_CONFIG_MAP, "namespace": state.operator_namespace,
+            "metadata": {"name": source.name, "namespace": state.operator_namespace,
                          "labels": {STANDIN_LABEL: "true"}},
-            "data": {"default": yaml.safe_dump(doc, sort_keys=False)}}
+            "data": dict(source.docs)}
     ns = state.operator_namespace
     _create_or_replace(lambda: cluster.core.create_namespaced_config_map(ns, body),
-                       lambda: cluster.core.replace_namespaced_config_map(
-                           DEVICE_PLUGIN_CONFIG_MAP, ns, body))
+                       lambda: cluster.core.replace_namespaced_config_map(source.name, ns, body))
 
 
 def _owner(cluster: Cluster) -> dict | None:
@@ -495,18 +572,22 @@ def _owner(cluster: Cluster) -> dict | None:
             "controller": True, "blockOwnerDeletion": False}
 
 
-def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict) -> None:
+def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
+                      plugin_refuses: bool = False) -> None:
     ns = state.operator_namespace
     owner = _owner(cluster)
     wanted = {}
-    for op in operands.enabled_operands(spec):
+    enabled = operands.enabled_operands(spec)
+    _ensure_service_accounts(cluster, ns, {op.service_account for op in enabled})
+    for op in enabled:
         if state.has("device-plugin-absent") and op.name == "nvidia-device-plugin-daemonset":
             continue
         if state.has("toolkit-absent") and op.name == "nvidia-container-toolkit-daemonset":
             continue
         if state.has("gfd-absent") and op.name == "gpu-feature-discovery":
             continue
-        wanted[op.name] = daemonset_manifest(op, state, spec, owner)
+        wanted[op.name] = daemonset_manifest(op, state, spec, owner,
+                                             plugin_refuses=plugin_refuses)
     existing = {d.metadata.name: d for d in cluster.apps.list_namespaced_daemon_set(
         ns, label_selector=f"{STANDIN_LABEL}=true").items}
     # `sim set` and the controller loop may both act on one change: whoever is second finds
@@ -660,6 +741,11 @@ def control_once(cluster: Cluster) -> None:
     if state is None or state.has("standin-ignores-changes"):
         return
     dra.control_once(cluster, state)
+    if state.resolve_profile().stack != "gpu-operator":
+        plan = _follow_sharing(cluster, state, None)
+        plugin_chart.apply(cluster, None if plan is None else plugin_chart.observed_source(
+            cluster), crashloop=bool(plan and plan.refused), write_config=False)
+        return
     try:
         policy = cluster.custom.get_cluster_custom_object(
             "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY)
@@ -668,11 +754,24 @@ def control_once(cluster: Cluster) -> None:
             return
         raise
     _react_to_operands_label(cluster)
-    _apply_daemonsets(cluster, state, policy.get("spec", {}))
+    plan = _follow_sharing(cluster, state, policy)
+    _apply_daemonsets(cluster, state, policy.get("spec", {}),
+                      plugin_refuses=bool(plan and plan.refused))
     _relabel_upgraded_drivers(cluster, state, policy.get("spec", {}))
     if not (policy.get("status") or {}).get("state"):
         _set_cluster_policy_status(cluster, state)
-    _admit_shared_requests(cluster, state)
+
+
+def _follow_sharing(cluster: Cluster, state: SimState, policy: dict | None) -> Plan | None:
+    """The device plugin and GFD following the user's sharing config: nodes' labels and
+    capacity as the config they are pointed at says; the plugin's admission check."""
+    nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
+    labels = {name: dict(n.metadata.labels or {}) for name, n in nodes.items()}
+    source = observed_source(cluster, state, policy)
+    plan = plan_nodes(state, source, labels)
+    _sync_sharing(cluster, plan.nodes, nodes)
+    _admit_shared_requests(cluster, state, source, labels)
+    return plan
 
 
 def _relabel_upgraded_drivers(cluster: Cluster, state: SimState, spec: dict) -> None:
@@ -707,32 +806,77 @@ def _react_to_operands_label(cluster: Cluster) -> None:
             cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": patch}})
 
 
-def _admit_shared_requests(cluster: Cluster, state: SimState) -> None:
-    """The device plugin refuses >1 shared GPU when failRequestsGreaterThanOne is set."""
-    doc = state.resolve_profile().sharing_config()
-    if not doc:
+def _admit_shared_requests(cluster: Cluster, state: SimState, source: ConfigSource | None,
+                           node_labels: dict[str, dict[str, str]]) -> None:
+    """The device plugin refuses >1 shared GPU when its node's config says
+    failRequestsGreaterThanOne (MPS always does)."""
+    if source is None or state.has("frgo-ignored"):
         return
-    sharing = doc.get("sharing", {})
-    cfg = sharing.get("timeSlicing") or sharing.get("mps") or {}
-    fail_gt_one = cfg.get("failRequestsGreaterThanOne", "mps" in sharing)
-    if not fail_gt_one or state.has("frgo-ignored"):
+    limited: dict[str, set[str]] = {}  # node -> the shared resource names it limits to 1
+    for node, labels in node_labels.items():
+        config = applied_for(source, labels).config
+        if config is not None and config.fails_requests_greater_than_one:
+            limited[node] = {config.advertised_name(r.name) for r in config.resources}
+    if not limited:
         return
-    names = {r["name"] + (".shared" if cfg.get("renameByDefault") else "")
-             for r in cfg.get("resources", [])}
     pods = cluster.core.list_pod_for_all_namespaces(field_selector="status.phase=Running").items
     for pod in pods:
-        if not pod.spec.node_name:
+        names = limited.get(pod.spec.node_name or "")
+        if not names:
             continue
         for c in pod.spec.containers:
             limits = (c.resources.limits or {}) if c.resources else {}
-            if any(int(limits.get(n, 0)) > 1 for n in names):
+            asked = {n: int(limits[n]) for n in names if int(limits.get(n, 0)) > 1}
+            if asked:
+                name, count = next(iter(asked.items()))
                 msg = ("Allocate failed due to rpc error: code = Unknown desc = request for "
-                       f"'{next(iter(names))}: {max(int(limits.get(n, 0)) for n in names)}' too "
-                       "large: maximum request size for shared resources is 1")
+                       f"'{name}: {count}' too large: maximum request size for shared "
+                       "resources is 1")
                 cluster.core.patch_namespaced_pod_status(pod.metadata.name,
                                                          pod.metadata.namespace, {"status": {
                     "phase": "Failed", "reason": "UnexpectedAdmissionError", "message": msg}})
                 break
+
+
+_SHARING_LABEL = re.compile(r"^nvidia\.com/(gpu|mig-.+)\.(product|replicas|sharing-strategy)$"
+                            r"|^nvidia\.com/mps\.capable$")
+
+
+def _sync_sharing(cluster: Cluster, plans: list[NodePlan], nodes: dict) -> None:
+    """Patch what sharing decides on each node (GFD's sharing labels, the plugin's GPU
+    resources) where it differs from the plan; leave every other label alone (driver
+    upgrades, the user's own labels)."""
+    for plan in plans:
+        node = nodes.get(plan.name)
+        if node is None or not plan.gpu:
+            continue
+        current = node.metadata.labels or {}
+        labels = {k: v for k, v in plan.labels.items()
+                  if _SHARING_LABEL.match(k) and current.get(k) != v}
+        labels.update({k: None for k in current if _SHARING_LABEL.match(k)
+                       and k not in plan.labels})
+        if labels:
+            cluster.core.patch_node(plan.name, {"metadata": {"labels": labels}})
+        have = {k: v for k, v in (node.status.capacity or {}).items() if L.is_gpu_resource(k)}
+        want = {k: v for k, v in plan.resources.items() if L.is_gpu_resource(k)}
+        if have != want:
+            change = {**want, **{k: None for k in have if k not in want}}
+            cluster.core.patch_node_status(plan.name, {"status": {"capacity": change,
+                                                                  "allocatable": change}})
+
+
+def _node_labels(cluster: Cluster) -> dict[str, dict[str, str]]:
+    return {n.metadata.name: dict(n.metadata.labels or {}) for n in cluster.core.list_node().items}
+
+
+def _ensure_service_accounts(cluster: Cluster, namespace: str, names: set[str]) -> None:
+    """The operands' ServiceAccounts, as the operator creates them (workloads reference
+    them too: the operator's own plugin-test Deployment runs as nvidia-device-plugin)."""
+    for name in sorted(n for n in names if n):
+        with _already_done(409):
+            cluster.core.create_namespaced_service_account(namespace, {
+                "apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": name, "labels": {STANDIN_LABEL: "true"}}})
 
 
 def main(argv: list[str] | None = None) -> int:

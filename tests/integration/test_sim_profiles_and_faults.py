@@ -27,7 +27,7 @@ def test_profile_nodes_match_contract_and_resources(profile, sim_cluster, sim_st
         if not group.is_gpu:
             continue
         node = nodes[name]
-        assert gfd_contract.check_gfd_labels(node.labels) == [], name
+        assert gfd_contract.check_gfd_labels(node.labels).problems == [], name
         want = {k: int(v) for k, v in gfd.advertised_resources(group).items()
                 if L.is_gpu_resource(k)}
         assert node.gpu_resources == want, name

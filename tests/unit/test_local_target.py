@@ -27,3 +27,20 @@ def test_local_run_fingerprints_the_hosts_gpus(tmp_path):
     assert fp["driver_versions"] and fp["gpu_node_count"] == 1
     node_checks = [r for r in doc["requirements"] if r["id"].startswith("STACK-NODE-")]
     assert node_checks and all(r["verdict"] == "pass" for r in node_checks), node_checks
+
+
+def test_a_host_without_cupy_skips_the_experiments_with_the_install_hint(tmp_path):
+    """--target local where CuPy is missing: the sharing experiments are skipped and say what
+    to install; none of them fails."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(ROOT)  # no fakes: no CuPy, no NVML
+    subprocess.run(
+        [sys.executable, "-m", "pytest", str(ROOT / "conformance/suites/sharing"),
+         "--target=local", f"--gpu-results={tmp_path}", "-q", "-p", "no:cacheprovider",
+         f"--rootdir={ROOT / 'conformance' / 'suites'}", "-c", os.devnull],
+        capture_output=True, text=True, timeout=300, env=env)
+    doc = json.loads((tmp_path / "results.json").read_text())
+    rows = {r["id"]: r for r in doc["requirements"]}
+    for req in ("SHARE-INT-001", "SHARE-ISO-001", "SHARE-ISO-002", "SHARE-LAT-001"):
+        assert rows[req]["verdict"] == "skip", rows[req]
+        assert "pip install cupy" in rows[req]["message"], rows[req]["message"]

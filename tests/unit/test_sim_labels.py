@@ -152,9 +152,9 @@ def test_contract_selection_and_vgpu():
     assert contract.select_contract(full) == contract.FULL_GPU
     assert contract.select_contract(labels_of("mig-single", "a100")) == contract.MIG_SINGLE
     assert contract.select_contract(labels_of("mig-mixed", "h100")) == contract.MIG_MIXED
-    assert contract.check_gfd_labels(full) == []
+    assert contract.check_gfd_labels(full).problems == []
     vgpu = {**full, "nvidia.com/vgpu.present": "true"}
-    problems = contract.check_gfd_labels(vgpu)
+    problems = contract.check_gfd_labels(vgpu).problems
     assert problems and all(p.startswith(contract.VGPU) for p in problems)
     assert any("vgpu.host-driver-branch" in p for p in problems)
     with pytest.raises(ValueError, match="known"):
@@ -246,11 +246,14 @@ def test_cpu_node_has_no_gpu_labels_or_resources():
     assert cpu.taints == () and cpu.sharing is None
 
 
-def test_gpu_nodes_are_tainted():
+def test_only_the_managed_profile_taints_gpu_nodes():
+    """The GPU Operator does not taint nodes (NVIDIA's own gpu-pod.yaml has no toleration);
+    managed node pools do, with ExtendedResourceToleration on."""
     for profile in PROFILES.values():
         for group in profile.gpu_groups:
-            assert [dict(t) for t in group.taints] == [
-                {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+            want = ([{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+                    if profile.name == "managed-tainted" else [])
+            assert [dict(t) for t in group.taints] == want, profile.name
 
 
 # --- sharing: labels and capacity ---------------------------------------------------------------
@@ -364,7 +367,7 @@ def test_mig_mixed_with_time_slicing():
     assert gfd.gpu_resources(renamed) == {"nvidia.com/mig-1g.5gb.shared": 32,
                                           "nvidia.com/mig-2g.10gb": 8,
                                           "nvidia.com/mig-3g.20gb": 8}
-    assert contract.check_gfd_labels(labels) == []
+    assert contract.check_gfd_labels(labels).problems == []
 
 
 def test_mig_models_and_layout_rules():
@@ -412,7 +415,8 @@ def test_profile_table():
     expected = {  # name: (GPU nodes, physical GPUs, CPU nodes)
         "healthy": (2, 16, 1), "heterogeneous": (5, 40, 1), "time-slicing": (2, 4, 1),
         "time-slicing-renamed": (2, 4, 1), "mig-single": (3, 24, 1), "mig-mixed": (3, 24, 1),
-        "large": (500, 4000, 1),
+        "large": (500, 4000, 1), "managed-tainted": (2, 16, 1),
+        "device-plugin-chart": (2, 16, 1), "device-plugin-chart-time-slicing": (2, 4, 1),
         "dra": (3, 24, 1), "dra-mig": (2, 16, 1), "dra-mixed": (4, 32, 1),
         "dra-large": (500, 4000, 1),
     }

@@ -19,26 +19,19 @@ from conformance.cluster.pods import PodSpec
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env,
                                                require_device_plugin_nodes):
-    choice = allocation.pick_node(cluster, require_device_plugin_nodes)
-    assert choice is not None, (
-        "no schedulable GPU node has free GPUs to allocate: nodes advertise no GPU resource "
-        "(device plugin) or every GPU node carries a taint GPU pods do not tolerate")
-    node, resource, free = choice
-    result = allocation.fill_node(cluster, namespace, gpu_env.run_id, node, resource, free,
-                                  "whole")
-    assert f"Insufficient {resource}" in result.overflow_reason, (
-        f"pod {free + 1} on {node.name} stayed Pending for another reason: "
-        f"{result.overflow_reason}")
-    assert result.rescheduled_onto == node.name
+    allocation.fill_until_full(
+        cluster, namespace, gpu_env.run_id, require_device_plugin_nodes, "whole", none_free=(
+            "no schedulable GPU node has free GPUs to allocate: nodes advertise no GPU "
+            "resource (device plugin) or every GPU node carries a taint GPU pods do not "
+            "tolerate"))
 
 
 @pytest.mark.requirement("SCHED-ALLOC-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_multi_gpu_request_lands_on_one_node(cluster, namespace, gpu_env, gpu_nodes,
                                              require_device_plugin_nodes):
-    choice = allocation.pick_node(cluster, require_device_plugin_nodes)
-    assert choice is not None, "no schedulable GPU node has free GPUs"
-    _node, resource, free = choice
+    _node, resource, free = allocation.require_free_node(
+        cluster, require_device_plugin_nodes, "no schedulable GPU node has free GPUs")
     fits = pods.create(cluster, namespace, PodSpec("multi", gpus=free, resource=resource),
                        gpu_env.run_id)
     landed = pods.wait_scheduled(cluster, namespace, fits)

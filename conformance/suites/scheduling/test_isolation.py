@@ -32,7 +32,8 @@ def test_two_pods_get_different_gpus(cluster, namespace, gpu_env, require_gpu_no
     if not multi:
         not_applicable("no untainted GPU node has two whole (unshared) GPUs")
     node = multi[0].name
-    runs = [workloads.run(cluster, namespace, _smi_pod(node, gpu_env), gpu_env.run_id)
+    runs = [workloads.run(cluster, namespace, _smi_pod(node, gpu_env), gpu_env.run_id,
+                      timeout=workloads.QUICK_RUN_TIMEOUT_S)
             for _ in range(2)]
     for r in runs:
         assert r.diagnosis is None and r.phase == "Succeeded", (
@@ -48,7 +49,8 @@ def test_pod_sees_only_its_own_gpu(cluster, namespace, gpu_env, require_gpu_node
                  and not taints.untolerated_taints(n)), None)
     if node is None:
         not_applicable("no untainted GPU node has more than one GPU to hide")
-    r = workloads.run(cluster, namespace, _smi_pod(node.name, gpu_env), gpu_env.run_id)
+    r = workloads.run(cluster, namespace, _smi_pod(node.name, gpu_env), gpu_env.run_id,
+                      timeout=workloads.QUICK_RUN_TIMEOUT_S)
     assert r.diagnosis is None, f"nvidia-smi pod {r.pod}: {r.diagnosis}"
     seen = smi.gpu_uuids(r.logs)
     assert len(seen) == 1, (f"a pod allocated 1 GPU on {node.name} (which has "

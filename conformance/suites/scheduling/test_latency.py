@@ -22,9 +22,9 @@ SAMPLES = 10
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_gpu_pod_scheduling_latency(request, cluster, namespace, gpu_env,
                                     require_device_plugin_nodes):
-    choice = allocation.pick_node(cluster, require_device_plugin_nodes)
-    assert choice is not None, "no schedulable GPU node has a free GPU to measure with"
-    _node, resource, free = choice
+    _node, resource, free = allocation.require_free_node(
+        cluster, require_device_plugin_nodes, "no schedulable GPU node has a free GPU to "
+                                              "measure with")
     samples = []
     for _ in range(min(SAMPLES, free)):
         t0 = time.monotonic()

@@ -21,21 +21,20 @@ from conformance.nvidia.sharing import SharingConfig, validate_sharing_config
 from conformance.plugin.api import not_applicable
 
 
-@pytest.fixture(scope="module")
-def sharing_docs(cluster, cluster_policy, gpu_env) -> views.SharingDocs:
-    docs = views.read_sharing_docs(cluster, cluster_policy, gpu_env.options.operator_namespace)
-    if docs is None:
-        not_applicable("no device plugin sharing config (ClusterPolicy "
-                       "spec.devicePlugin.config is unset)")
-    return docs
+@pytest.fixture
+def configs(sharing_docs) -> views.SharingDocs:
+    if sharing_docs is None:
+        not_applicable("the device plugin has no sharing config (no ClusterPolicy "
+                       "spec.devicePlugin.config, no config ConfigMap of the plugin chart)")
+    return sharing_docs
 
 
 @pytest.fixture
-def shared_nodes(sharing_docs, require_gpu_nodes):
+def shared_nodes(configs, require_gpu_nodes):
     """(node, its sharing config) for every GPU node a valid sharing config applies to."""
     out = []
     for node in require_gpu_nodes:
-        _key, doc = sharing_docs.for_node(node)
+        _key, doc = configs.for_node(node)
         if isinstance(doc, dict) and not validate_sharing_config(doc):
             config = SharingConfig.from_document(doc)
             if config is not None:
@@ -47,15 +46,14 @@ def shared_nodes(sharing_docs, require_gpu_nodes):
 
 
 @pytest.mark.requirement("SHARE-CFG-001")
-def test_sharing_config_is_valid(sharing_docs, evidence):
-    evidence.append(ev.Evidence("sharing-config.yaml", ev.to_yaml(sharing_docs.docs)))
-    problems = [f"{k or sharing_docs.config_map}: {e}" for k, e in
-                sharing_docs.parse_errors.items()]
-    for key, doc in sharing_docs.docs.items():
+def test_sharing_config_is_valid(configs, evidence):
+    evidence.append(ev.Evidence("sharing-config.yaml", ev.to_yaml(configs.docs)))
+    problems = [f"{k or configs.config_map}: {e}" for k, e in configs.parse_errors.items()]
+    for key, doc in configs.docs.items():
         problems += [f"{key}: {e}" for e in validate_sharing_config(doc)]
-    if sharing_docs.default_key and sharing_docs.default_key not in sharing_docs.docs:
-        problems.append(f"the default config {sharing_docs.default_key!r} is not a key of "
-                        f"ConfigMap {sharing_docs.namespace}/{sharing_docs.config_map}")
+    if configs.default_key and configs.default_key not in configs.docs:
+        problems.append(f"the default config {configs.default_key!r} is not a key of "
+                        f"ConfigMap {configs.namespace}/{configs.config_map}")
     assert not problems, "invalid sharing config: " + "; ".join(problems[:8])
 
 

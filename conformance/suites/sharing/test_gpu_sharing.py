@@ -10,6 +10,8 @@ Checklist:
   solo, Jain's fairness, launch latency p50/p99, against the thresholds
 - SHARE-ISO-001 finding: one copy holds most memory; can the other allocate?
 - SHARE-ISO-002 finding: one copy hits an illegal address; does the other keep its speed?
+- SHARE-LAT-001 finding: a batch-1 inference-like client's p50/p99/p99.9 alone and beside 1, 2
+  and 4 time-sliced sharers running GEMM, and the time slice the data implies
 """
 
 from __future__ import annotations
@@ -69,5 +71,15 @@ def test_isolation_finding(mode, request, gpu_env, evidence):
     doc = _experiment(request, gpu_env, ["isolation", "--mode", mode])
     record_measurement(request, "isolation", doc)
     evidence.append(ev.Evidence(f"finding-{mode}-isolation.json", json.dumps(doc, indent=1)))
+    assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
+    finding(request, str(doc["finding"]))
+
+
+@pytest.mark.requirement("SHARE-LAT-001")
+def test_tail_latency_beside_time_sliced_sharers(request, gpu_env, evidence):
+    doc = _experiment(request, gpu_env, ["latency", "--sharers", "1,2,4", "--seconds", "4"])
+    record_measurement(request, "tail_latency", doc)
+    evidence.append(ev.Evidence("finding-tail-latency.json", json.dumps(
+        {k: v for k, v in doc.items() if k != "points"}, indent=1, default=str)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
     finding(request, str(doc["finding"]))

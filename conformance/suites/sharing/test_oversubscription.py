@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.checks import capacity, taints
-from conformance.cluster import allocation, pods, views
+from conformance.cluster import allocation, pods
 from conformance.cluster.pods import PodSpec
 from conformance.nvidia import labels as L
 from conformance.nvidia.sharing import SharingConfig, validate_sharing_config
@@ -30,28 +30,22 @@ def test_replicas_pods_share_and_one_more_waits(cluster, namespace, gpu_env, req
     shared = _shared_nodes(require_gpu_nodes)
     if not shared:
         not_applicable("no GPU node advertises time-sliced replicas")
-    choice = allocation.pick_node(cluster, shared, shared=True)
-    assert choice is not None, "no shared GPU node has free slices"
-    node, resource, free = choice
-    result = allocation.fill_node(cluster, namespace, gpu_env.run_id, node, resource, free,
-                                  "slice")
-    assert f"Insufficient {resource}" in result.overflow_reason, (
-        f"slice {free + 1} on {node.name} is Pending for another reason: "
-        f"{result.overflow_reason}")
-    in_use = node.gpu_resources[resource] - free
+    result = allocation.fill_until_full(cluster, namespace, gpu_env.run_id, shared, "slice",
+                                        shared=True, none_free="no shared GPU node has free "
+                                                               "slices")
+    node = next(n for n in shared if n.name == result.node)
     gpus = node.int_label(L.COUNT) or 0
-    running = len(result.placed) + in_use
-    assert running > gpus, (
-        f"no oversubscription: {node.name} takes only {running} one-slice pod(s) on its "
-        f"{gpus} GPU(s), although GFD labels it gpu.replicas={node.label(L.REPLICAS)}: the "
-        "device plugin did not apply its sharing config")
+    assert result.running > gpus, (
+        f"no oversubscription: {node.name} takes only {result.running} one-slice pod(s) on "
+        f"its {gpus} GPU(s), although GFD labels it gpu.replicas={node.label(L.REPLICAS)}: "
+        "the device plugin did not apply its sharing config")
 
 
 @pytest.mark.requirement("SHARE-FRGO-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_fail_requests_greater_than_one(cluster, cluster_policy, namespace, gpu_env,
+def test_fail_requests_greater_than_one(cluster, sharing_docs, namespace, gpu_env,
                                         require_gpu_nodes):
-    docs = views.read_sharing_docs(cluster, cluster_policy, gpu_env.options.operator_namespace)
+    docs = sharing_docs
     shared = _shared_nodes(require_gpu_nodes)
     if docs is None or not shared:
         not_applicable("no time-sliced GPU node")

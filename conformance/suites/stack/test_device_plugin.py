@@ -15,7 +15,6 @@ import pytest
 from conformance.checks import capacity
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.cluster import evidence as ev
-from conformance.cluster import views
 from conformance.nvidia import labels as L
 from conformance.nvidia.sharing import SharingConfig, validate_sharing_config
 from conformance.plugin.api import not_applicable
@@ -33,7 +32,9 @@ def test_gpu_resource_advertised(require_device_plugin_nodes, evidence):
     if not nodes:
         not_applicable("the device plugin is switched off on every GPU node")
     evidence.append(ev.Evidence("gpu-resources.txt", _node_table(nodes)))
-    missing = [n.name for n in nodes
+    evidence.append(ev.Evidence("gpu-node-evidence.txt", "\n".join(
+        n.describe_evidence() for n in nodes)))
+    missing = [f"{n.name} (a GPU node by {', '.join(n.evidence)})" for n in nodes
                if not any(L.gpu_resources(n.capacity).values()) or not any(
                    n.gpu_resources.values())]
     assert not missing, (
@@ -41,9 +42,8 @@ def test_gpu_resource_advertised(require_device_plugin_nodes, evidence):
         f"allocatable: {', '.join(missing[:10])}; GPU pods there stay Pending")
 
 
-def _shared_by_config(cluster, cluster_policy, gpu_env, nodes) -> set[str]:
+def _shared_by_config(docs, nodes) -> set[str]:
     """Nodes whose amount the sharing suite owns: a valid sharing config applies to them."""
-    docs = views.read_sharing_docs(cluster, cluster_policy, gpu_env.options.operator_namespace)
     if docs is None:
         return set()
     owned = set()
@@ -56,9 +56,8 @@ def _shared_by_config(cluster, cluster_policy, gpu_env, nodes) -> set[str]:
 
 
 @pytest.mark.requirement("STACK-DP-003")
-def test_allocatable_matches_count_times_replicas(cluster, cluster_policy, gpu_env,
-                                                  require_gpu_nodes, evidence):
-    owned = _shared_by_config(cluster, cluster_policy, gpu_env, require_gpu_nodes)
+def test_allocatable_matches_count_times_replicas(sharing_docs, require_gpu_nodes, evidence):
+    owned = _shared_by_config(sharing_docs, require_gpu_nodes)
     checked, unlabelled, wrong = 0, [], []
     for node in require_gpu_nodes:
         if node.name in owned or not any(node.gpu_resources.values()):

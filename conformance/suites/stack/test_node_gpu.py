@@ -20,9 +20,8 @@ import json
 
 import pytest
 
-from conformance.checks import taints
 from conformance.cluster import evidence as ev
-from conformance.cluster import kernel_pods, namespaces
+from conformance.cluster import kernel_pods, workloads
 from conformance.plugin.api import finding, not_applicable
 from conformance.run import local_gpu
 
@@ -49,22 +48,14 @@ def _local_inventory(gpu_env) -> dict[str, dict]:
 
 
 def _pod_inventories(gpu_env, nodes) -> dict[str, dict]:
-    cluster = gpu_env.require_cluster()
-    ns = namespaces.create_namespace(cluster, "node-inventory", gpu_env.run_id)
-    out: dict[str, dict] = {}
-    try:
-        for node in nodes:
-            if taints.untolerated_taints(node):
-                continue
-            r = kernel_pods.run(cluster, ns, gpu_env.run_id, _inventory_args(gpu_env),
-                                image=gpu_env.options.workload_image, node=node.name)
-            out[node.name] = r.json_line() or {
-                "verdicts": [{"id": i, "verdict": "fail",
-                              "message": f"inventory pod {r.pod}: {r.diagnosis or r.phase}"}
-                             for i in (*NODE_CHECKS, "STACK-DRV-003")]}
-    finally:
-        namespaces.delete_namespace(cluster, ns)
-    return out
+    results = kernel_pods.on_each_node(
+        gpu_env.require_cluster(), gpu_env.run_id, _inventory_args(gpu_env),
+        image=gpu_env.options.workload_image, nodes=nodes, purpose="node-inventory",
+        timeout=workloads.QUICK_RUN_TIMEOUT_S)
+    return {node: r.json_line() or {
+        "verdicts": [{"id": i, "verdict": "fail",
+                      "message": f"inventory pod {r.pod}: {kernel_pods.no_result(r)}"}
+                     for i in (*NODE_CHECKS, "STACK-DRV-003")]} for node, r in results.items()}
 
 
 @pytest.fixture(scope="module")

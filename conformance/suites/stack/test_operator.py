@@ -17,13 +17,13 @@ from conformance.plugin.api import not_applicable
 
 
 @pytest.mark.requirement("STACK-OP-001")
-def test_operator_deployment_available(cluster, gpu_env, evidence):
-    ns = gpu_env.options.operator_namespace
-    deployments = cluster.apps.list_namespaced_deployment(
-        ns, label_selector=L.OPERATOR_SELECTOR).items
-    assert deployments, (f"no GPU Operator Deployment ({L.OPERATOR_SELECTOR}) in namespace {ns}: "
-                         "the operator is not installed there (see --operator-namespace)")
+def test_operator_deployment_available(cluster, require_operator, evidence):
+    deployments = require_operator.operator_deployments
+    assert deployments, (f"no GPU Operator Deployment ({L.OPERATOR_SELECTOR}) in any namespace, "
+                         "although its ClusterPolicy or node labels are there: the operator "
+                         "was removed or never started")
     dep = deployments[0]
+    ns = dep.metadata.namespace
     evidence.append(ev.Evidence("operator-deployment.yaml", ev.to_yaml(dep)))
     evidence.append(ev.Evidence("operator-events.txt", ev.events_text(cluster, ns)))
     available = {c.type: c.status for c in (dep.status.conditions or [])}.get("Available")
@@ -34,6 +34,7 @@ def test_operator_deployment_available(cluster, gpu_env, evidence):
 
 
 @pytest.mark.requirement("STACK-OP-002")
+@pytest.mark.usefixtures("require_operator")
 def test_cluster_policy_ready(cluster_policy, evidence):
     assert cluster_policy is not None, (
         "no ClusterPolicy (nvidia.com/v1): the operator was installed without one, or its CRD "

@@ -26,7 +26,8 @@ def test_one_gpu_pod_sees_one_gpu(cluster, namespace, gpu_env, require_gpu_nodes
     spec = PodSpec("tk-one", gpus=1, image=gpu_env.options.cuda_image,
                    node_selector={"kubernetes.io/hostname": _node(require_gpu_nodes)},
                    command=["sh", "-c", smi.SMI_SCRIPT])
-    r = workloads.run(cluster, namespace, spec, gpu_env.run_id)
+    r = workloads.run(cluster, namespace, spec, gpu_env.run_id,
+                      timeout=workloads.QUICK_RUN_TIMEOUT_S)
     assert r.diagnosis is None, f"{r.pod}: {r.diagnosis}"
     seen = smi.gpu_uuids(r.logs) or smi.mig_uuids(r.logs)
     assert len(seen) == 1, f"a one-GPU pod sees {len(seen)} GPUs:\n{r.logs[-800:]}"
@@ -37,7 +38,8 @@ def test_no_gpu_pod_sees_no_gpu(cluster, namespace, gpu_env, require_gpu_nodes):
     spec = PodSpec("tk-none", gpus=None, image=gpu_env.options.cuda_image,
                    node_selector={"kubernetes.io/hostname": _node(require_gpu_nodes)},
                    command=["sh", "-c", smi.SMI_SCRIPT])
-    r = workloads.run(cluster, namespace, spec, gpu_env.run_id)
+    r = workloads.run(cluster, namespace, spec, gpu_env.run_id,
+                      timeout=workloads.QUICK_RUN_TIMEOUT_S)
     assert r.phase in ("Succeeded", "Failed") and "never started" not in (r.diagnosis or ""), (
         f"{r.pod}: {r.diagnosis}")
     seen = smi.gpu_uuids(r.logs)

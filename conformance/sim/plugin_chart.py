@@ -1,0 +1,201 @@
+"""The device plugin chart's objects, for the sim profiles without the GPU Operator.
+
+What ``helm install nvdp nvidia-device-plugin --set gfd.enabled=true [--set-file config.map...]``
+creates (k8s-device-plugin v0.20.0 chart; names, labels, containers, affinity and the config
+plumbing as ``nvidia.device_plugin_chart`` records them): the plugin and GFD DaemonSets, NFD's
+worker DaemonSet and master Deployment, their ServiceAccount, and the sharing ConfigMap
+rendered from ``config.map``. The stand-in writes them through the API server; KWOK plays
+their pods.
+"""
+
+from __future__ import annotations
+
+import copy
+
+from kubernetes.client.exceptions import ApiException
+
+from conformance.cluster.client import Cluster
+from conformance.nvidia import device_plugin_chart as chart
+from conformance.nvidia import labels as L
+from conformance.sim.sharing_flow import ConfigSource
+
+RELEASE = "nvdp"
+NAMESPACE = "nvidia-device-plugin"
+VERSION = "v0.20.0"
+CONFIG_KEY = "default"  # config.map {default: <doc>}, config.default default
+MANAGED_LABEL = "sim.gpuconf.io/standin"
+CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"
+_AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+    "nodeSelectorTerms": [
+        {"matchExpressions": [{"key": L.NFD_PCI_NVIDIA, "operator": "In", "values": ["true"]}]},
+        {"matchExpressions": [{"key": "feature.node.kubernetes.io/cpu-model.vendor_id",
+                               "operator": "In", "values": ["NVIDIA"]}]},
+        {"matchExpressions": [{"key": L.GPU_PRESENT, "operator": "In", "values": ["true"]}]},
+    ]}}}
+_TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
+                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+_NFD = "node-feature-discovery"
+
+
+def _labels(name: str = chart.CHART_NAME) -> dict[str, str]:
+    return {chart.NAME_LABEL: name, chart.INSTANCE_LABEL: RELEASE}
+
+
+def _config_env(default: str | None) -> list[dict]:
+    return [{"name": "NODE_LABEL", "value": L.DEVICE_PLUGIN_CONFIG},
+            {"name": "CONFIG_FILE_SRCDIR", "value": "/available-configs"},
+            {"name": chart.DEFAULT_CONFIG_ENV, "value": default or ""}]
+
+
+def daemonset(component: str, *, config_map: str | None, default: str | None,
+              crashloop: bool) -> dict:
+    """The chart's DaemonSet of ``component`` (device-plugin or gpu-feature-discovery)."""
+    main = chart.CONTAINER_BY_COMPONENT[component]
+    prefix = main.removesuffix("-ctr")
+    image = f"{chart.IMAGE}:{VERSION}"
+    spec: dict = {"serviceAccountName": f"{chart.fullname(RELEASE)}-service-account",
+                  "priorityClassName": "system-node-critical", "affinity": _AFFINITY,
+                  "tolerations": copy.deepcopy(_TOLERATIONS),
+                  "containers": [{"name": main, "image": image, "command": [
+                      "nvidia-device-plugin" if component == "device-plugin"
+                      else "gpu-feature-discovery"]}]}
+    if config_map:
+        sidecar = {"name": f"{prefix}-init", "image": image, "command": ["config-manager"],
+                   "env": _config_env(default)}
+        spec["initContainers"] = [sidecar]
+        spec["containers"].insert(0, {**sidecar, "name": f"{prefix}-sidecar"})
+        spec["volumes"] = [{"name": chart.CONFIG_VOLUME, "configMap": {"name": config_map}}]
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": chart.daemonset_name(RELEASE, component), "namespace": NAMESPACE,
+                         "labels": {**_labels(), MANAGED_LABEL: "true",
+                                    "helm.sh/chart": f"nvidia-device-plugin-{VERSION[1:]}"}},
+            "spec": {"selector": {"matchLabels": _labels()},
+                     "template": {"metadata": {"labels": _labels(), "annotations": (
+                         {CRASHLOOP_ANNOTATION: "true"} if crashloop else {})}, "spec": spec}}}
+
+
+def nfd_worker() -> dict:
+    labels = {**_labels(_NFD), "role": "worker"}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": f"{RELEASE}-{_NFD}-worker", "namespace": NAMESPACE,
+                         "labels": {**labels, MANAGED_LABEL: "true"}},
+            "spec": {"selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels}, "spec": {
+                    "serviceAccountName": f"{RELEASE}-{_NFD}",
+                    "tolerations": copy.deepcopy(_TOLERATIONS),
+                    "containers": [{"name": "worker", "image":
+                                    "registry.k8s.io/nfd/node-feature-discovery:v0.18.2"}]}}}}
+
+
+def config_map(docs: dict[str, str]) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": chart.config_map_name(RELEASE), "namespace": NAMESPACE,
+                         "labels": {**_labels(), MANAGED_LABEL: "true"}},
+            "data": dict(docs)}
+
+
+def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
+          write_config: bool) -> None:
+    """Create or update the chart's objects. ``seed``: the config.map the profile installs
+    (``write_config``: write it, as ``helm install``/``sim set`` do; the control loop does not,
+    so a user's edits to the ConfigMap stay)."""
+    _ensure(lambda: cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                                   "metadata": {"name": NAMESPACE}}))
+    for sa in (f"{chart.fullname(RELEASE)}-service-account", f"{RELEASE}-{_NFD}"):
+        _ensure(lambda s=sa: cluster.core.create_namespaced_service_account(NAMESPACE, {
+            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": s}}))
+    name = chart.config_map_name(RELEASE) if seed else None
+    if seed and write_config:
+        body = config_map({k: str(v) for k, v in seed.docs.items()})
+        try:
+            cluster.core.create_namespaced_config_map(NAMESPACE, body)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            cluster.core.replace_namespaced_config_map(name, NAMESPACE, body)
+    wanted = [daemonset("device-plugin", config_map=name, default=seed.default if seed else None,
+                        crashloop=crashloop),
+              daemonset("gpu-feature-discovery", config_map=name,
+                        default=seed.default if seed else None, crashloop=False),
+              nfd_worker()]
+    for body in wanted:
+        _apply_daemonset(cluster, body)
+
+
+def observed_source(cluster: Cluster) -> ConfigSource | None:
+    """The ConfigMap the chart's plugin DaemonSet mounts, with its keys, or None."""
+    try:
+        ds = cluster.apps.read_namespaced_daemon_set(
+            chart.daemonset_name(RELEASE, "device-plugin"), NAMESPACE)
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        raise
+    spec = ds.spec.template.spec
+    volume = next((v for v in spec.volumes or [] if v.name == chart.CONFIG_VOLUME), None)
+    if volume is None or volume.config_map is None:
+        return None
+    env = {e.name: e.value for c in spec.init_containers or [] for e in c.env or []}
+    return read_source(cluster, NAMESPACE, volume.config_map.name,
+                       env.get(chart.DEFAULT_CONFIG_ENV) or None)
+
+
+def read_source(cluster: Cluster, namespace: str, name: str,
+                default: str | None) -> ConfigSource:
+    """A ConfigMap of sharing configs as the plugin's config-manager reads it."""
+    try:
+        cm = cluster.core.read_namespaced_config_map(name, namespace)
+    except ApiException as exc:
+        if exc.status == 404:
+            return ConfigSource(name, default, missing=True)
+        raise
+    return ConfigSource(name, default, dict(cm.data or {}))
+
+
+def _ensure(create) -> None:
+    try:
+        create()
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
+def _apply_daemonset(cluster: Cluster, body: dict) -> None:
+    name = body["metadata"]["name"]
+    try:
+        current = cluster.apps.read_namespaced_daemon_set(name, NAMESPACE)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+        cluster.apps.create_namespaced_daemon_set(NAMESPACE, body)
+        return
+    tpl = current.spec.template
+    want = body["spec"]["template"]
+    if ((tpl.metadata.annotations or {}) != want["metadata"]["annotations"]
+            or len(tpl.spec.containers) != len(want["spec"]["containers"])):
+        cluster.apps.replace_namespaced_daemon_set(name, NAMESPACE, body)
+        for pod in cluster.core.list_namespaced_pod(
+                NAMESPACE, label_selector=f"{chart.SELECTOR}").items:
+            if any(o.name == name for o in pod.metadata.owner_references or []):
+                _ensure(lambda p=pod: cluster.core.delete_namespaced_pod(
+                    p.metadata.name, NAMESPACE, grace_period_seconds=0))
+
+
+def remove(cluster: Cluster) -> None:
+    """What ``helm uninstall nvdp`` removes: the chart's DaemonSets, ConfigMap and pods."""
+    for ds in cluster.apps.list_namespaced_daemon_set(
+            NAMESPACE, label_selector=f"{MANAGED_LABEL}=true").items:
+        _gone(lambda d=ds: cluster.apps.delete_namespaced_daemon_set(d.metadata.name, NAMESPACE))
+    _gone(lambda: cluster.core.delete_namespaced_config_map(chart.config_map_name(RELEASE),
+                                                            NAMESPACE))
+    for pod in cluster.core.list_namespaced_pod(NAMESPACE).items:  # KWOK pods go when forced
+        _gone(lambda p=pod: cluster.core.delete_namespaced_pod(p.metadata.name, NAMESPACE,
+                                                               grace_period_seconds=0))
+
+
+def _gone(delete) -> None:
+    try:
+        delete()
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
