@@ -282,10 +282,11 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "dra-kubelet-plugin", "wrong GPU type: device attributes disagree with the GPU "
        "(DRA-ATTR-001), or the selector is not what the workload needs",
        cncf=("dra_support", "driver_runtime_management")),
-    _r("DRA-ALLOC-004", "An unsatisfiable claim leaves the pod Pending with the scheduler's "
-       "'cannot allocate all claims', within seconds", "dra", "scheduler",
-       "the scheduler's DRA plugin: an unsatisfiable claim was allocated, or the pod waited "
-       "without a reason", cncf=("dra_support",)),
+    _r("DRA-ALLOC-004", "A claim for more GPUs than any node has leaves the pod Pending with the "
+       "scheduler's 'cannot allocate all claims', within seconds", "dra", "scheduler",
+       "pools that offer GPUs a node does not have (stale or duplicated slices), or the "
+       "scheduler's DRA plugin: the claim was allocated, or the pod waited without a reason",
+       cncf=("dra_support",)),
     _r("DRA-ALLOC-005", "One claim shared by N pods: one device, N reservations", "dra",
        "scheduler", _DRA_ALLOC, cncf=("dra_support", "gpu_sharing")),
     _r("DRA-ALLOC-006", "Deleting the pods and their claims releases the devices", "dra",

@@ -100,6 +100,12 @@ class DraView:
         return {n.name: rules.allocation_path(n, bool(by_node.get(n.name)), n.name in plugins)
                 for n in nodes}
 
+    def stacks(self, nodes: Iterable[GpuNode], *, cluster_policy: bool) -> dict[str, str]:
+        """Which GPU Operator resource serves each GPU node (ClusterPolicy, GPUCluster, none)."""
+        return {n.name: rules.serving_stack(n, cluster_policy=cluster_policy,
+                                            gpu_cluster=self.gpucluster is not None)
+                for n in nodes}
+
     def class_hint(self) -> str:
         """What DRA-API-001 finds wrong, for a claim that was not allocated ("" if nothing)."""
         problems = rules.class_problems(self.classes)

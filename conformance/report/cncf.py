@@ -32,12 +32,12 @@ class CncfItem:
 
 ITEMS: tuple[CncfItem, ...] = (
     CncfItem("dra_support", "Support Dynamic Resource Allocation APIs (beyond device counts)",
-             "SHOULD (1.33), MUST (1.34/1.35)"),
+             "SHOULD (1.33), MUST (1.34/1.35), dropped in 1.36 (Kubernetes conformance)"),
     CncfItem("driver_runtime_management",
-             "Verifiable mechanism that accelerator drivers and runtime configuration are correct",
-             "SHOULD"),
+             "Verifiable mechanism that accelerator drivers and runtime configuration are correct "
+             "(GFD labels, or DRA device attributes where exposed)", "SHOULD"),
     CncfItem("gpu_sharing", "At least one static sharing strategy; partitions are schedulable; "
-             "time-slicing allows oversubscription", "SHOULD"),
+             "time-slicing allows oversubscription (device plugin or DRA claims)", "SHOULD"),
     CncfItem("virtualized_accelerator", "vGPU exposed and managed consistently with fractional "
              "GPUs", "SHOULD"),
     CncfItem("ai_inference", "Gateway API: weighted traffic split, header routing", "MUST"),

@@ -187,12 +187,14 @@ def fingerprint_block(fp: Mapping[str, Any]) -> str:
          esc(fmt.text(n.get("gpu_count"))), esc(fmt.number(n.get("gpu_memory_mib"))),
          esc(fmt.text(n.get("gpu_resource"))), esc(fmt.text(n.get("allocatable"))),
          esc(fmt.text(n.get("replicas"))), esc(fmt.text(n.get("sharing_strategy"))),
-         esc(fmt.text(n.get("mig_strategy"))))
+         esc(fmt.text(n.get("mig_strategy"))), esc(fmt.text(n.get("allocation"))),
+         esc(fmt.text(n.get("served_by"))))
         for n in nodes
     ]
     node_table = (
         table(["Node", "GPU model", "GPUs", "Memory (MiB)", "Resource", "Allocatable",
-               "Replicas", "Sharing", "MIG strategy"], node_rows, numeric=(2, 3, 5, 6))
+               "Replicas", "Sharing", "MIG strategy", "Allocation", "Served by"], node_rows,
+              numeric=(2, 3, 5, 6))
         if nodes else '<p class="muted">No GPU nodes were found.</p>'
     )
     return kv_table(pairs) + "<h4>GPU nodes</h4>" + node_table

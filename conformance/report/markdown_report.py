@@ -102,10 +102,11 @@ def fingerprint_lines(fp: Mapping[str, Any], h: str) -> list[str]:
     if nodes:
         lines += table(
             ["Node", "GPU model", "GPUs", "Memory (MiB)", "Resource", "Allocatable", "Replicas",
-             "Sharing", "MIG strategy"],
+             "Sharing", "MIG strategy", "Allocation", "Served by"],
             [[fmt.text(n.get(k)) for k in ("name", "gpu_product", "gpu_count", "gpu_memory_mib",
                                            "gpu_resource", "allocatable", "replicas",
-                                           "sharing_strategy", "mig_strategy")]
+                                           "sharing_strategy", "mig_strategy", "allocation",
+                                           "served_by")]
              for n in nodes])
     return lines
 

@@ -93,7 +93,8 @@ def requirement_row(req: Mapping[str, Any]) -> dict[str, Any]:
 
 def gpu_nodes(fingerprint: Mapping[str, Any]) -> list[dict[str, Any]]:
     keys = ("name", "gpu_product", "gpu_count", "gpu_memory_mib", "gpu_resource",
-            "allocatable", "replicas", "sharing_strategy", "mig_strategy")
+            "allocatable", "replicas", "sharing_strategy", "mig_strategy", "allocation",
+            "served_by")
     return [{k: node.get(k) for k in keys}
             for node in as_list(fingerprint.get("nodes")) if isinstance(node, Mapping)]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from conformance.cluster import dra as cluster_dra
 from conformance.cluster import views
 from conformance.nvidia import driver, gfd_contract
 from conformance.nvidia import labels as L
@@ -11,8 +12,12 @@ from conformance.run.targets import Env
 def of_cluster(env: Env) -> dict:
     cluster = env.require_cluster()
     stack = views.read_gpu_stack(cluster, env.options.operator_namespace)
+    nodes = views.list_gpu_nodes(cluster)
+    dra_view = cluster_dra.read_view(cluster)  # how each node hands out GPUs, who serves it
+    paths = dra_view.paths(nodes)
+    served = dra_view.stacks(nodes, cluster_policy=stack.policy is not None)
     rows = []
-    for node in views.list_gpu_nodes(cluster):
+    for node in nodes:
         lab = node.labels
         resource, count = node.main_resource
         gfd = stack.gfd_version(node.name) or gfd_contract.version_from_labels(lab)
@@ -30,6 +35,8 @@ def of_cluster(env: Env) -> dict:
             "driver_version": driver.version_from_labels(lab),
             "cuda_version": lab.get(L.RUNTIME_FULL),
             "gfd_version": gfd.text if gfd else None,
+            "allocation": paths.get(node.name),  # device-plugin | dra | both | none
+            "served_by": served.get(node.name),  # ClusterPolicy | GPUCluster | none
         })
     operator_version = chart_version = None
     if stack.operator_deployments:
@@ -49,6 +56,8 @@ def of_cluster(env: Env) -> dict:
         "cuda_versions": sorted({r["cuda_version"] for r in rows if r["cuda_version"]}),
         "sharing_strategies": sorted({r["sharing_strategy"] or "none" for r in rows}),
         "gpu_node_count": len(rows),
+        "allocation_paths": sorted({r["allocation"] for r in rows if r["allocation"]}),
+        "dra_api": dra_view.api_versions,
         "nodes": rows,
     }
 

@@ -59,7 +59,7 @@ ROLLOUT_BASE_S, ROLLOUT_PER_NODE_S = 60.0, 0.5
 LOOP_PERIOD_S = 5.0  # the controller loop runs every second; a full pass of 500 slices, not
 
 FAULT_NAMES = ("dra-pool-incomplete", "dra-version-not-semver", "dra-attributes-disagree",
-               "dra-stale-attributes", "dra-mig-parent-offered", "dra-class-selector-wrong",
+               "dra-stale-pool", "dra-mig-parent-offered", "dra-class-selector-wrong",
                "dra-both-paths", "dra-sharing-config-invalid")
 WRONG_SELECTOR = ("device.driver == 'gpu.nvidia.com' && "
                   "device.attributes['gpu.nvidia.com'].type == 'GPU'")  # matches no device
@@ -163,15 +163,25 @@ def _with_faults(faults: list[str], group: profiles.NodeGroup, node: str, devs: 
             d["attributes"].update({"productName": _string(DISAGREEING["productName"]),
                                     "cudaComputeCapability": _version(
                                         DISAGREEING["cudaComputeCapability"])})
-    if "dra-stale-attributes" in faults:  # a v25.3 plugin's slice left behind
-        for i, d in enumerate(devs):
-            bus = d["attributes"].pop(dra.PCI_BUS_ID, _string(""))
-            d["attributes"].update({"index": {"int": i}, "minor": {"int": i},
-                                    "pcieBusID": bus})
     if "dra-mig-parent-offered" in faults and group.mig_enabled:  # issue #719
         whole = [d for d in devices(_without_mig(group), node)]
         devs = whole + devs
     return devs, count
+
+
+def stale_slice(group: profiles.NodeGroup, node: str, node_uid: str | None) -> dict:
+    """What an older install (v25.3, chart nvidia/nvidia-dra-driver-gpu) left behind for
+    ``node``: its own pool of the same GPUs, with that release's attributes (index, minor,
+    pcieBusID; no resource.kubernetes.io/pciBusID)."""
+    devs = devices(_without_mig(group), node)
+    for i, d in enumerate(devs):
+        bus = d["attributes"].pop(dra.PCI_BUS_ID)
+        d["attributes"].pop(dra.PCIE_ROOT, None)
+        d["attributes"].update({"index": {"int": i}, "minor": {"int": i}, "pcieBusID": bus})
+    body = slice_manifest(node, node_uid, devs, 1)
+    body["metadata"]["name"] = f"{node}-{dra.DRIVER}-v25.3"
+    body["spec"]["pool"]["name"] = f"{node}-v25.3"
+    return body
 
 
 def _without_mig(group: profiles.NodeGroup) -> profiles.NodeGroup:
@@ -311,14 +321,17 @@ def _sync_slices(cluster: Cluster, profile: profiles.Profile, faults: list[str])
             continue
         group, first = groups[node]
         devs, count = _with_faults(faults, group, node, devices(group, node), first)
-        body = slice_manifest(node, uid, devs, count)
-        name = body["metadata"]["name"]
-        keep.add(name)
-        current = existing.get(name)
-        if current is not None and (current["metadata"].get("annotations") or {}).get(
-                HASH_ANNOTATION) == body["metadata"]["annotations"][HASH_ANNOTATION]:
-            continue
-        _publish(cluster, body, current)
+        bodies = [slice_manifest(node, uid, devs, count)]
+        if first and "dra-stale-pool" in faults:
+            bodies.append(stale_slice(group, node, uid))
+        for body in bodies:
+            name = body["metadata"]["name"]
+            keep.add(name)
+            current = existing.get(name)
+            if current is not None and (current["metadata"].get("annotations") or {}).get(
+                    HASH_ANNOTATION) == body["metadata"]["annotations"][HASH_ANNOTATION]:
+                continue
+            _publish(cluster, body, current)
     for name in set(existing) - keep:
         with _already_done(404):
             cluster.custom.delete_cluster_custom_object(
@@ -400,15 +413,15 @@ def _remove(cluster: Cluster) -> None:
             cluster.custom.delete_cluster_custom_object(group, version, "resourceslices",
                                                         body["metadata"]["name"])
     _label_nodes(cluster, set())
-    for ns in (NAMESPACE, SHARING_NAMESPACE):
+    for ns in (NAMESPACE, SHARING_NAMESPACE):  # gone in the background; a new install waits
         if _exists(cluster, ns):
-            namespaces.delete_namespace(cluster, ns, wait=True)
+            namespaces.delete_namespace(cluster, ns)
 
 
 def _ensure_sharing_template(cluster: Cluster, wanted_: bool) -> None:
     if not wanted_:
         if _exists(cluster, SHARING_NAMESPACE):
-            namespaces.delete_namespace(cluster, SHARING_NAMESPACE, wait=True)
+            namespaces.delete_namespace(cluster, SHARING_NAMESPACE)
         return
     _ensure_namespace(cluster, SHARING_NAMESPACE)
     with _already_done(409):
@@ -418,9 +431,9 @@ def _ensure_sharing_template(cluster: Cluster, wanted_: bool) -> None:
 
 
 def _exists(cluster: Cluster, ns: str) -> bool:
+    """Whether ``ns`` exists and is not already on its way out."""
     try:
-        cluster.core.read_namespace(ns)
-        return True
+        return cluster.core.read_namespace(ns).status.phase != "Terminating"
     except ApiException as exc:
         if exc.status == 404:
             return False
@@ -428,6 +441,17 @@ def _exists(cluster: Cluster, ns: str) -> bool:
 
 
 def _ensure_namespace(cluster: Cluster, name: str) -> None:
+    """The namespace, once an earlier removal of it (still Terminating) is over."""
+    def usable() -> bool:
+        try:
+            return cluster.core.read_namespace(name).status.phase != "Terminating"
+        except ApiException as exc:
+            if exc.status == 404:
+                return True
+            raise
+
+    wait_for(f"namespace {name} of an earlier DRA driver to be deleted", usable,
+             timeout=namespaces.NAMESPACE_DELETE_TIMEOUT_S)
     with _already_done(409):
         cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": name,

@@ -134,12 +134,13 @@ FAULTS: tuple[Fault, ...] = (
           "an FP8 claim selecting cudaComputeCapability >= 9.0 gets an A100",
           "device attributes vs GFD/NVML -> the DRA driver's device discovery",
           profile="dra"),
-    Fault("dra-stale-attributes",
-          "one node's slice carries the v25.3 attribute set (index, minor, pcieBusID) while "
-          "its plugin runs v0.4.1",
-          "CEL selectors on resource.kubernetes.io/pciBusID miss that node's GPUs",
-          "stale ResourceSlice -> the DRA kubelet plugin did not republish after an upgrade",
-          profile="dra"),
+    Fault("dra-stale-pool",
+          "an older install's slices (v25.3: index, minor, pcieBusID) were left behind beside "
+          "one node's current pool: its GPUs are offered twice",
+          "a claim for more GPUs than the node has is allocated; CEL selectors on "
+          "resource.kubernetes.io/pciBusID miss half the devices",
+          "stale ResourceSlices -> an old DRA driver install (its namespace, its Helm "
+          "release) not removed when the new one came", profile="dra"),
     Fault("dra-mig-parent-offered",
           "one MIG node offers each MIG-enabled GPU whole beside its own MIG devices "
           "(dra-driver-nvidia-gpu#719)",

@@ -12,6 +12,7 @@ from conformance.cluster.namespaces import leftover_namespaces
 from conformance.sim import profiles
 from conformance.sim.faults import BY_NAME, FAULTS
 from tests.integration.conftest import run_suites, verdicts
+from tests.integration.test_dra import DRA_EXPECTED, DRA_PROFILES
 
 SUITES = ("stack", "scheduling", "sharing")
 
@@ -51,14 +52,16 @@ NOT_STATIC = {"standin-ignores-changes"}
 
 
 def test_every_fault_has_an_expectation():
-    assert set(EXPECTED) | NOT_STATIC == {f.name for f in FAULTS}
+    # DRA faults fail DRA requirements, with the dra suite: test_dra.py plays them
+    assert set(EXPECTED) | set(DRA_EXPECTED) | NOT_STATIC == {f.name for f in FAULTS}
 
 
 def test_every_sim_check_is_proven_to_fail():
     """No check runs on the sim that no injected fault makes fail (a check that cannot fail)."""
     from conformance import catalog
 
-    proven = set().union(*(failing for failing, _word in EXPECTED.values()))
+    proven = set().union(*(failing for failing, _word in [*EXPECTED.values(),
+                                                          *DRA_EXPECTED.values()]))
     proven |= {"STACK-OP-003"}  # test_helm_release_check_fails_for_a_missing_release
     proven |= {r.id for r in catalog.REQUIREMENTS if r.disruptive}  # test_operations.py
     unproven = {r.id for r in catalog.REQUIREMENTS if "sim" in r.targets} - proven
@@ -74,7 +77,8 @@ def test_helm_release_check_fails_for_a_missing_release(sim, sim_state, tmp_path
     assert "no Helm release record for gpu-operator-gone" in row["message"]
 
 
-@pytest.mark.parametrize("profile", [p for p in profiles.PROFILES if p != "large"])
+@pytest.mark.parametrize("profile", [p for p in profiles.PROFILES if p != "large"
+                                     and p not in DRA_PROFILES and p != "dra-large"])
 def test_suites_pass_on_healthy_profile(profile, sim, sim_state, tmp_path):
     sim_state(profile)
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, *SUITES)

@@ -13,8 +13,10 @@ from conformance.nvidia import gfd_contract
 from conformance.nvidia import labels as L
 from conformance.sim import gfd, profiles
 from conformance.sim.faults import FAULTS
+from tests.integration.test_dra import DRA_SYMPTOMS
 
-SIM_PROFILES = [p for p in profiles.PROFILES if p != "large"]  # large: see the scale benchmark
+# large, dra-large: see the scale benchmark
+SIM_PROFILES = [p for p in profiles.PROFILES if p not in ("large", "dra-large")]
 
 
 @pytest.mark.parametrize("profile", SIM_PROFILES)
@@ -94,6 +96,7 @@ SYMPTOMS = {
     "standin-ignores-changes": lambda c: c.core.read_namespaced_config_map(
         "gpuconf-sim-standin", "kube-system").data["state.json"].count(
         "standin-ignores-changes") == 1,
+    **DRA_SYMPTOMS,
 }
 
 

@@ -8,8 +8,9 @@ v0.4.1; KEP-4381):
 - DRA-ALLOC-003 CEL selectors on productName, cudaComputeCapability (>= 9.0: FP8 only on the new
   generation) and memory place a claim on a node exactly when its GPUs match by GFD's labels,
   one node of each GPU type tried (the e2e's [cel/*] specs, made two-sided)
-- DRA-ALLOC-004 an unsatisfiable claim leaves its pod Pending with the scheduler's "cannot
-  allocate all claims" at once, not after a timeout, and the claim unallocated (e2e [negative])
+- DRA-ALLOC-004 a claim for one GPU more than any DRA node has (by GFD's gpu.count) leaves its
+  pod Pending with the scheduler's "cannot allocate all claims" at once, not after a timeout,
+  and the claim unallocated (e2e [negative], which asks for two "h300"s)
 - DRA-ALLOC-005 one ResourceClaim shared by three pods: one device, three reservations, one
   node (e2e [sharing])
 - DRA-ALLOC-006 a claim for all the free devices of a node (at most 32, the most one claim may
@@ -39,7 +40,6 @@ SHARERS = 3  # pods sharing one claim (the driver's e2e uses 4)
 # The scheduler says "cannot allocate all claims" in the scheduling cycle that tries the pod:
 # well under a second. A claim that only fails by timing out is the defect this bound catches.
 UNSATISFIABLE_WITHIN_S = pods.PENDING_SETTLE_TIMEOUT_S
-IMPOSSIBLE = f"device.attributes['{dra.DRIVER}'].productName == 'gpuconf-no-such-gpu'"
 MEMORY_SHARE = 0.9  # the e2e's [cel/memory] asks for 90 % of the detected size
 MAX_RESULTS = 32  # devices one claim may hold (resource.k8s.io AllocationResultsMaxSize)
 
@@ -181,10 +181,15 @@ def test_cel_selectors_place_only_on_matching_gpus(request, cluster, namespace, 
 @pytest.mark.requirement("DRA-ALLOC-004")
 def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu_env,
                                                 require_dra, dra_nodes, evidence):
-    tpl = cluster_dra.create_template(cluster, namespace, "none", cluster_dra.claim_spec(
-        cluster_dra.request(selectors=[IMPOSSIBLE])), gpu_env.run_id)
+    by_node = require_dra.pools_by_node()
+    most = max((n.int_label(L.COUNT) or sum(
+        d.type == dra.TYPE_GPU for p in by_node.get(n.name, []) for d in p.devices)
+        for n in dra_nodes), default=0)
+    tpl = cluster_dra.create_template(cluster, namespace, "toomany", cluster_dra.claim_spec(
+        cluster_dra.request(count=most + 1)), gpu_env.run_id)
     t0 = time.monotonic()
-    pod = cluster_dra.create_claim_pod(cluster, namespace, "none", gpu_env.run_id, template=tpl)
+    pod = cluster_dra.create_claim_pod(cluster, namespace, "toomany", gpu_env.run_id,
+                                       template=tpl)
     try:
         node, reason = pods.wait_placement(cluster, namespace, pod, UNSATISFIABLE_WITHIN_S)
     except WaitTimeout:
@@ -192,14 +197,16 @@ def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu
     took = time.monotonic() - t0
     evidence.append(ev.Evidence("events.txt", pods.scheduling_events(cluster, namespace, pod)))
     evidence.append(_claims_yaml(cluster, namespace))
-    assert node is None, f"a claim no device can satisfy was allocated on {node}"
+    assert node is None, (f"a claim for {most + 1} GPUs, more than any DRA node has "
+                          f"({most} by {L.COUNT}), was allocated on {node}: its pools offer "
+                          "GPUs it does not have (stale or duplicated slices, DRA-POOL-001)")
     assert reason is not None, (f"the pod stayed Pending {UNSATISFIABLE_WITHIN_S:.0f}s without "
                                 "a FailedScheduling reason from the scheduler")
     assert dra.UNSATISFIABLE_REASON in reason, (
         f"the pod is Pending for another reason than its claim: {reason}")
     allocated = cluster_dra.devices_of(cluster_dra.claims_of_pod(cluster, namespace, pod))
     assert not allocated, f"the unsatisfiable claim holds {allocated}"
-    finding(request, f"refused after {took:.1f}s: {reason}")
+    finding(request, f"a claim for {most + 1} GPUs refused after {took:.1f}s: {reason}")
 
 
 @pytest.mark.requirement("DRA-ALLOC-005")
