@@ -5,6 +5,11 @@ Takes what users write: a plain config, a ConfigMap holding several configs unde
 ``data:`` keys (NVIDIA's docs and the operator's own tests/plugin-config.yaml), or a
 ClusterPolicy whose ``spec.devicePlugin.config`` names the ConfigMap (in the same file, or
 read from the cluster with --kubeconfig) and its default key.
+
+DRA sharing is checked the same way: ResourceClaims and ResourceClaimTemplates whose
+``gpu.nvidia.com`` opaque config is a GpuConfig / MigDeviceConfig (or such a config alone), as
+the NVIDIA DRA driver's strict decoder and Validate() judge it; a strategy whose feature gate
+the driver runs without (``--dra-feature-gates``) is the driver's refusal.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from conformance.cli.parser import add_cluster_arguments
 from conformance.common.console import say
 from conformance.common.errors import UsageError
 from conformance.common.vocab import EXIT_OK
-from conformance.nvidia import sharing
+from conformance.nvidia import dra, sharing
 from conformance.nvidia.clusterpolicy import ClusterPolicy
 
 
@@ -71,8 +76,50 @@ def _configmap_from_cluster(args, name: str) -> dict:
     return {"kind": "ConfigMap", "metadata": {"name": name}, "data": data}
 
 
+_DRA_KINDS = ("ResourceClaim", "ResourceClaimTemplate", dra.GPU_CONFIG, dra.MIG_CONFIG)
+
+
+def _dra_configs(docs: list[dict]) -> list[tuple[str, dict]] | None:
+    """(where, GpuConfig) of DRA documents; None when the file is not about DRA."""
+    if not any(d.get("kind") in _DRA_KINDS for d in docs):
+        return None
+    out = []
+    for doc in docs:
+        kind, name = doc.get("kind"), (doc.get("metadata") or {}).get("name", "?")
+        if kind in (dra.GPU_CONFIG, dra.MIG_CONFIG):
+            out.append((f"{kind} (file)", doc))
+        elif kind in ("ResourceClaim", "ResourceClaimTemplate"):
+            spec = doc.get("spec") or {}
+            spec = spec.get("spec", spec) if kind == "ResourceClaimTemplate" else spec
+            out += [(f"{kind} {name}", p) for p in dra.sharing_configs(spec)]
+    if not out:
+        raise UsageError(f"no {dra.DRIVER} opaque config in the claims of the file")
+    return out
+
+
+def cmd_validate_dra_sharing(args, configs: list[tuple[str, dict]]) -> int:
+    gates = dra.parse_feature_gates(args.dra_feature_gates)
+    verdicts = [(where, dra.validate_sharing(p, gates)) for where, p in configs]
+    errors = [f"{w}: {e}" for w, v in verdicts for e in v.invalid]
+    if args.dra_feature_gates is not None:
+        errors += [f"{w}: the driver refuses it: {r}" for w, v in verdicts for r in v.refused]
+    if errors:
+        raise UsageError(f"invalid DRA sharing config in {args.file}: " + "; ".join(errors))
+    for where, verdict in verdicts:
+        print(f"{where}: {verdict.strategy or 'no sharing'}")
+        for refusal in verdict.refused:
+            say(f"warning: {where}: needs the driver's feature gate: {refusal} (alpha, off by "
+                "default; pass --dra-feature-gates to check against the driver's)")
+    print(f"{args.file}: {len(verdicts)} valid DRA sharing config(s)")
+    return EXIT_OK
+
+
 def cmd_validate_sharing(args) -> int:
-    configs, default, source = _configs(_documents(args.file), args)
+    docs = _documents(args.file)
+    dra_configs = _dra_configs(docs)
+    if dra_configs is not None:
+        return cmd_validate_dra_sharing(args, dra_configs)
+    configs, default, source = _configs(docs, args)
     errors = []
     if default is not None and default not in configs:
         errors.append(f"the default config {default!r} is not a key of the {source}")
@@ -100,9 +147,14 @@ def cmd_validate_sharing(args) -> int:
 
 def register(sub) -> None:
     vs = sub.add_parser("validate-sharing", help="check device plugin sharing configs (a "
-                                                 "config, a ConfigMap or a ClusterPolicy)")
-    vs.add_argument("file", metavar="FILE", help="YAML: a config, a ConfigMap of configs, or a "
-                                                 "ClusterPolicy (with its ConfigMap)")
+                                                 "config, a ConfigMap or a ClusterPolicy) or "
+                                                 "DRA GpuConfig sharing in claims")
+    vs.add_argument("file", metavar="FILE", help="YAML: a config, a ConfigMap of configs, a "
+                                                 "ClusterPolicy (with its ConfigMap), or DRA "
+                                                 "ResourceClaims / templates / GpuConfigs")
+    vs.add_argument("--dra-feature-gates", metavar="GATES", default=None,
+                    help="the DRA driver's FEATURE_GATES (e.g. TimeSlicingSettings=true): a "
+                         "strategy whose gate is off is then an error, not a warning")
     vs.add_argument("--gpus", type=int, default=8, metavar="N",
                     help="GPUs per node, for the advertised count (default 8)")
     add_cluster_arguments(vs)

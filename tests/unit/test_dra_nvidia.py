@@ -194,3 +194,48 @@ def test_feature_gates_env():
     assert dra.parse_feature_gates("TimeSlicingSettings=true,MPSSupport=false,") == {
         "TimeSlicingSettings": True, "MPSSupport": False}
     assert dra.parse_feature_gates(None) == {}
+
+
+# --- gpuconf validate-sharing on DRA claims ---------------------------------------------------
+CLAIM_TEMPLATE = """\
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaimTemplate
+metadata: {name: ts}
+spec:
+  spec:
+    devices:
+      requests: [{name: gpu, exactly: {deviceClassName: gpu.nvidia.com}}]
+      config:
+      - opaque:
+          driver: gpu.nvidia.com
+          parameters:
+            apiVersion: resource.nvidia.com/v1beta1
+            kind: GpuConfig
+            sharing: {strategy: TimeSlicing, timeSlicingConfig: {interval: INTERVAL}}
+"""
+
+
+def _validate(tmp_path, text: str, *flags: str) -> int:
+    from conformance.cli.main import main
+
+    path = tmp_path / "claim.yaml"
+    path.write_text(text)
+    return main(["validate-sharing", str(path), *flags])
+
+
+def test_validate_sharing_takes_dra_claims(tmp_path, capsys):
+    assert _validate(tmp_path, CLAIM_TEMPLATE.replace("INTERVAL", "Long")) == 0
+    out, err = capsys.readouterr()
+    assert "ResourceClaimTemplate ts: TimeSlicing" in out
+    assert '"TimeSlicingSettings" feature gate is not enabled' in err  # a warning offline
+    assert _validate(tmp_path, CLAIM_TEMPLATE.replace("INTERVAL", "Long"),
+                     "--dra-feature-gates", "TimeSlicingSettings=true") == 0
+
+
+def test_validate_sharing_refuses_bad_dra_configs_in_one_line(tmp_path, capsys):
+    assert _validate(tmp_path, CLAIM_TEMPLATE.replace("INTERVAL", "Fast")) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown time-slice interval: Fast" in err[0]
+    assert _validate(tmp_path, CLAIM_TEMPLATE.replace("INTERVAL", "Long"),
+                     "--dra-feature-gates", "MPSSupport=true") == 2
+    assert "the driver refuses it" in capsys.readouterr().err
