@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import dataclasses
 import hashlib
 import json
 import logging
@@ -56,7 +57,7 @@ SHARING_NAMESPACE = "inference-team"
 SHARING_TEMPLATE = "mps-shared-gpu"
 # A plugin pod on every DRA node of a 500-node profile: bounded like the operands' rollout.
 ROLLOUT_BASE_S, ROLLOUT_PER_NODE_S = 60.0, 0.5
-LOOP_PERIOD_S = 5.0  # the controller loop runs every second; a full pass of 500 slices, not
+LOOP_PERIOD_S = 5.0  # the loop ticks every second; listing 500 slices every 5 s is enough
 
 FAULT_NAMES = ("dra-pool-incomplete", "dra-version-not-semver", "dra-attributes-disagree",
                "dra-stale-pool", "dra-mig-parent-offered", "dra-class-selector-wrong",
@@ -164,8 +165,7 @@ def _with_faults(faults: list[str], group: profiles.NodeGroup, node: str, devs: 
                                     "cudaComputeCapability": _version(
                                         DISAGREEING["cudaComputeCapability"])})
     if "dra-mig-parent-offered" in faults and group.mig_enabled:  # issue #719
-        whole = [d for d in devices(_without_mig(group), node)]
-        devs = whole + devs
+        devs = devices(_without_mig(group), node) + devs
     return devs, count
 
 
@@ -185,8 +185,6 @@ def stale_slice(group: profiles.NodeGroup, node: str, node_uid: str | None) -> d
 
 
 def _without_mig(group: profiles.NodeGroup) -> profiles.NodeGroup:
-    import dataclasses
-
     return dataclasses.replace(group, mig_config=profiles.MIG_DISABLED)
 
 
@@ -267,7 +265,8 @@ def dra_nodes(profile: profiles.Profile, faults: list[str]) -> Iterator[tuple[pr
             yield plugin_node[0], plugin_node[1], False
 
 
-def wanted(profile: profiles.Profile, faults: list[str]) -> bool:
+def wanted(profile: profiles.Profile) -> bool:
+    """Whether the profile has nodes the DRA driver serves (else it is not installed)."""
     return any(g.allocation == "dra" for g in profile.gpu_groups)
 
 
@@ -277,7 +276,7 @@ def reconcile(cluster: Cluster, state, progress: Progress = lambda _m: None) -> 
     kubelet plugin runs on every DRA node."""
     profile = state.resolve_profile()
     faults = list(state.faults)
-    if not wanted(profile, faults):
+    if not wanted(profile):
         _remove(cluster)
         return
     progress("playing the NVIDIA DRA driver (DeviceClasses, kubelet plugin, ResourceSlices)")
@@ -295,7 +294,7 @@ def control_once(cluster: Cluster, state) -> None:
     """The driver between resets: pools follow the plugin's node label and DaemonSet."""
     global _last_pass
     profile = state.resolve_profile()
-    if not wanted(profile, list(state.faults)) or time.monotonic() - _last_pass < LOOP_PERIOD_S:
+    if not wanted(profile) or time.monotonic() - _last_pass < LOOP_PERIOD_S:
         return
     _last_pass = time.monotonic()
     _sync_slices(cluster, profile, list(state.faults))
