@@ -54,6 +54,7 @@ class DraView:
     plugin_pods: list[rules.PluginPod]
     gpucluster: dict | None = None
     gpucluster_crd: bool = False
+    unreadable: list[str] = field(default_factory=list)  # reads this identity may not make
     pools: list[rules.Pool] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -120,16 +121,32 @@ class DraView:
 
 
 def read_view(cluster: Cluster, *, gpucluster: bool = True) -> DraView:
+    """One list call per kind. A read this identity is refused (403) is recorded, not raised:
+    the device plugin checks still run on what could be read, the DRA checks say what not."""
+    unreadable: list[str] = []
+
+    def read(what: str, call, default):
+        try:
+            return call()
+        except ApiException as exc:
+            if exc.status != 403:
+                raise
+            unreadable.append(f"{what}: {exc.status} {exc.reason}")
+            return default
+
     versions = served_versions(cluster)
     gates, note = api_feature_gates(cluster)
-    if VERSION not in versions:
-        return DraView(versions, gates, note, [], [], read_plugin_pods(cluster),
-                       *(_gpucluster(cluster) if gpucluster else (None, False)))
-    classes = _list(cluster, "deviceclasses")
-    slices = [rules.slice_from_api(s) for s in _list(
-        cluster, "resourceslices", field_selector=f"spec.driver={dra.DRIVER}")]
-    return DraView(versions, gates, note, classes, slices, read_plugin_pods(cluster),
-                   *(_gpucluster(cluster) if gpucluster else (None, False)))
+    classes, slices = [], []
+    if VERSION in versions:
+        classes = read("list deviceclasses", lambda: _list(cluster, "deviceclasses"), [])
+        slices = [rules.slice_from_api(s) for s in read(
+            "list resourceslices", lambda: _list(cluster, "resourceslices",
+                                                 field_selector=f"spec.driver={dra.DRIVER}"),
+            [])]
+    plugin_pods = read("list pods", lambda: read_plugin_pods(cluster), [])
+    found, crd = (read("list gpuclusters", lambda: _gpucluster(cluster), (None, False))
+                  if gpucluster else (None, False))
+    return DraView(versions, gates, note, classes, slices, plugin_pods, found, crd, unreadable)
 
 
 def served_versions(cluster: Cluster) -> list[str]:

@@ -203,3 +203,30 @@ def test_sim_faults_are_in_the_catalog():
     from conformance.sim.faults import BY_NAME
 
     assert all(f in BY_NAME for f in sim_dra.FAULT_NAMES)
+
+
+def test_a_refused_read_is_recorded_not_raised(monkeypatch):
+    """An identity without the DRA reads still gets the device plugin checks (paths from what
+    was read); the DRA checks then say which read was refused."""
+    from types import SimpleNamespace
+
+    from kubernetes.client.exceptions import ApiException
+
+    from conformance.cluster import dra as cluster_dra
+
+    def forbidden(*_a, **_k):
+        raise ApiException(status=403, reason="Forbidden")
+
+    group = SimpleNamespace(name="resource.k8s.io", versions=[SimpleNamespace(version="v1")])
+    apis = SimpleNamespace(get_api_versions=lambda: SimpleNamespace(groups=[group]))
+    cluster = SimpleNamespace(custom=SimpleNamespace(list_cluster_custom_object=forbidden),
+                              core=SimpleNamespace(list_pod_for_all_namespaces=forbidden))
+    monkeypatch.setattr(cluster_dra.k8s, "ApisApi", lambda _client: apis)
+    monkeypatch.setattr(cluster_dra, "api_feature_gates",
+                        lambda _c: (None, "GET /metrics: 403 Forbidden"))
+    cluster.api_client = None
+    view = cluster_dra.read_view(cluster)
+    assert view.served and not view.driver_present
+    assert [u.split(":")[0] for u in view.unreadable] == [
+        "list deviceclasses", "list resourceslices", "list pods", "list gpuclusters"]
+    assert view.paths([node_of("dra-mixed", "h100")]) == {"gpu-h100-0": rules.DEVICE_PLUGIN}

@@ -18,6 +18,10 @@ from conformance.plugin.api import not_applicable
 @pytest.fixture
 def require_dra(dra_view: cluster_dra.DraView) -> cluster_dra.DraView:
     """The DRA view, when the NVIDIA DRA driver is installed; not-applicable otherwise."""
+    if dra_view.unreadable:
+        pytest.skip("cannot read what the DRA checks need (grant get/list on "
+                    "resource.k8s.io deviceclasses and resourceslices, pods and "
+                    "nvidia.com gpuclusters): " + "; ".join(dra_view.unreadable))
     if not dra_view.driver_present:
         not_applicable(f"{dra_view.absent_reason()}; {dra_view.gates_text()}")
     return dra_view
