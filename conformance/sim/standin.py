@@ -753,7 +753,7 @@ def control_once(cluster: Cluster) -> None:
         if exc.status == 404:  # nothing to play yet (chart not installed, or uninstalled)
             return
         raise
-    _react_to_operands_label(cluster)
+    _react_to_operands_label(cluster, state)
     plan = _follow_sharing(cluster, state, policy)
     _apply_daemonsets(cluster, state, policy.get("spec", {}),
                       plugin_refuses=bool(plan and plan.refused))
@@ -792,16 +792,24 @@ def _relabel_upgraded_drivers(cluster: Cluster, state: SimState, spec: dict) -> 
                 "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}}})
 
 
-def _react_to_operands_label(cluster: Cluster) -> None:
-    """``nvidia.com/gpu.deploy.operands=false`` switches every operand off on that node."""
+def _react_to_operands_label(cluster: Cluster, state: SimState) -> None:
+    """The operator's per-node state labels (state_manager.go, updateGPUStateLabels):
+    ``nvidia.com/gpu.deploy.operands=false`` deletes every ``gpu.deploy.<operand>`` label;
+    otherwise a missing one is added as ``true`` and one that is there is honoured, so a
+    user's own ``gpu.deploy.<operand>=false`` survives the switch going off and on."""
+    wanted = {group.node_name(i): gfd.operator_labels(group)
+              for group in state.resolve_profile().node_groups if group.is_gpu
+              for i in range(group.count)}
     for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
         lab = node.metadata.labels or {}
-        off = lab.get(L.DEPLOY_OPERANDS) == "false"
-        want = "false" if off else "true"
-        patch = {f"{L.DEPLOY_PREFIX}{op.deploy_key}": want
-                 for op in operands.OPERANDS if op.per_node_switch
-                 and f"{L.DEPLOY_PREFIX}{op.deploy_key}" in lab
-                 and lab[f"{L.DEPLOY_PREFIX}{op.deploy_key}"] != want}
+        operand_keys = {f"{L.DEPLOY_PREFIX}{op.deploy_key}" for op in operands.OPERANDS
+                        if op.per_node_switch}
+        patch: dict[str, str | None]
+        if lab.get(L.DEPLOY_OPERANDS) == "false":
+            patch = {k: None for k in lab if k in operand_keys}
+        else:
+            patch = {k: v for k, v in wanted.get(node.metadata.name, {}).items()
+                     if k in operand_keys and k not in lab}
         if patch:
             cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": patch}})
 

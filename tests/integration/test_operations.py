@@ -96,3 +96,42 @@ def test_restore_keeps_what_others_changed_meanwhile(sim, sim_cluster, sim_state
         live = sim_cluster.custom.get_cluster_custom_object(*clusterpolicy.API, name)
         live["spec"]["toolkit"].pop("env", None)
         sim_cluster.custom.replace_cluster_custom_object(*clusterpolicy.API, name, live)
+
+
+def test_a_users_own_operand_switch_survives_the_node_wide_switch(sim, sim_cluster, sim_state):
+    """As the operator's state labels work (state_manager.go): ``gpu.deploy.operands=false``
+    removes every ``gpu.deploy.<operand>`` label, the user's own included; switched back on,
+    the missing ones return as ``true``; a user's ``gpu.deploy.<operand>=false`` set while
+    the node-wide switch is on is honoured on every pass, never flipped back."""
+    import time
+
+    sim_state("healthy")
+    node = sim_cluster.core.list_node(label_selector="nvidia.com/gpu.present=true").items[0]
+    name, own = node.metadata.name, "nvidia.com/gpu.deploy.dcgm-exporter"
+    other = "nvidia.com/gpu.deploy.device-plugin"
+
+    def labels() -> dict[str, str]:
+        return sim_cluster.core.read_node(name).metadata.labels or {}
+
+    def until(what: str, check) -> None:
+        deadline = time.monotonic() + 60
+        while not check(labels()):
+            assert time.monotonic() < deadline, f"not within 60s: {what}"
+            time.sleep(0.5)
+
+    try:
+        sim_cluster.core.patch_node(name, {"metadata": {"labels": {own: "false"}}})
+        sim_cluster.core.patch_node(name, {"metadata": {"labels": {
+            "nvidia.com/gpu.deploy.operands": "false"}}})
+        until("every operand label removed", lambda lab: own not in lab and other not in lab)
+        sim_cluster.core.patch_node(name, {"metadata": {"labels": {
+            "nvidia.com/gpu.deploy.operands": None}}})
+        until("the operand labels back", lambda lab: lab.get(other) == "true")
+        assert labels().get(own) == "true", "absent while switched off: added back as true"
+        # the user's own switch, set while the node-wide switch is on, is honoured
+        sim_cluster.core.patch_node(name, {"metadata": {"labels": {own: "false"}}})
+        time.sleep(5)  # several reconcile passes
+        assert labels().get(own) == "false", "the operator overwrote the user's own switch"
+    finally:
+        sim_cluster.core.patch_node(name, {"metadata": {"labels": {
+            own: "true", "nvidia.com/gpu.deploy.operands": None}}})
