@@ -104,6 +104,23 @@ class Options:
                             help="name of the sim cluster the plugin starts or uses")
     kind_config: str = _option("single-gpu.yaml", metavar="FILE",
                                help="kind config in kind-config/ for --target kind")
+    # --- the real node (--target node without --kubeconfig: `gpuconf node up` for the run) --
+    nvidia_src: str | None = _option(
+        metavar="DIR", scope="run", help="upstream NVIDIA sources for --target node: the "
+        "k8s-device-plugin tag's folder or archive (its Helm chart), as downloaded from GitHub "
+        "(default $NVIDIA_SRC)")
+    gpu_profile: str | None = _option(
+        metavar="NxMODEL", scope="run", help="--target node on a host without GPUs: NVIDIA's "
+        "mock NVML with this many GPUs of this model (default 8xH100)")
+    driver_root: str | None = _option(
+        metavar="DIR", scope="run", help="--target node on a GPU host: the NVIDIA driver's root "
+        "(e.g. /usr/local/nvidia or /)")
+    dev_root: str | None = _option(
+        metavar="DIR", scope="run", help="--target node: where the driver's dev/nvidia* are, "
+        "when not below --driver-root (e.g. /)")
+    node_values: str | None = _option(
+        metavar="FILE", scope="run", help="--target node: Helm values merged over the node's "
+        "device plugin chart values (e.g. a time-slicing config.map)")
     # --- the GPU Operator -------------------------------------------------------------------
     install_operator: bool = _option(False, switch=True, scope="run",
                                      help="install the GPU Operator chart with Helm before the "
@@ -123,7 +140,7 @@ class Options:
     results: str = _option("results", scope="run", metavar="DIR",
                            help="results folder (default ./results)")
     keep: bool = _option(False, switch=True, scope="run",
-                         help="keep the sim / the installed operator afterwards")
+                         help="keep the sim, the node / the installed operator afterwards")
     keep_namespaces: bool = _option(False, switch=True,
                                     help="keep the namespaces of failed tests for debugging")
     workers: str | None = _option(flag="-n", scope="run", metavar="N",

@@ -1,4 +1,5 @@
-"""Parsing what ``nvidia-smi -L`` prints inside a pod."""
+"""Parsing what ``nvidia-smi -L`` (or, where GPUs cannot be opened, ``ls /dev``) prints inside
+a pod."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ _GPU_LINE = re.compile(r"^GPU (\d+): (.+?) \(UUID: (GPU-[0-9a-fA-F-]+)\)", re.M)
 _MIG_LINE = re.compile(r"MIG .*\(UUID: (MIG-[0-9a-fA-F-]+)\)")
 SMI_SCRIPT = ("nvidia-smi -L 2>&1 || echo 'nvidia-smi: unavailable'; "
               "echo \"NVIDIA_VISIBLE_DEVICES=${NVIDIA_VISIBLE_DEVICES:-}\"")
+
+
+# Where the GPUs can be handed out but not opened (the mock NVML's node): the device nodes a
+# pod got, listed by a shell (the node imports its busybox under this name).
+DEVICE_PROBE_IMAGE = "docker.io/library/busybox:1.36.1"
+DEVICE_NODES_SCRIPT = "ls /dev"
+_DEVICE_NODE = re.compile(r"^nvidia(\d+)$", re.M)
+
+
+def device_nodes(output: str) -> list[str]:
+    """The GPU device nodes (``nvidia0``...) in what ``ls /dev`` printed."""
+    return [f"nvidia{m}" for m in _DEVICE_NODE.findall(output)]
 
 
 def gpu_uuids(output: str) -> list[str]:

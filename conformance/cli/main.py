@@ -17,6 +17,7 @@ from conformance.cli import (
     catalog_commands,
     cluster_commands,
     job_commands,
+    node_commands,
     report_commands,
     run_commands,
     sharing_commands,
@@ -29,7 +30,7 @@ from conformance.common.vocab import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE
 from conformance.report.errors import ReportInputError
 
 COMMAND_MODULES = (run_commands, sim_commands, report_commands, cluster_commands,
-                   catalog_commands, sharing_commands, job_commands)
+                   catalog_commands, sharing_commands, job_commands, node_commands)
 
 
 def build_parser() -> Parser:

@@ -10,7 +10,8 @@ API for the CLI (``gpuconf node ...``) and ``--target node``::
     status(name) -> dict
     reconfigure(name, *, chart_values, progress=print) -> NodeState   (helm upgrade, waits)
 
-Own testing: ``python -m conformance.node up|down|status``.
+By hand: ``gpuconf node up|down|status|reconfigure|workload-image``
+(``conformance/cli/node_commands.py``).
 """
 
 from conformance.node.lifecycle import DEFAULT_GPU_PROFILE, down, reconfigure, status, up

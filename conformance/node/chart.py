@@ -10,18 +10,28 @@ tag they downloaded); only the project's CI points at ``../shared/upstream``.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
+
+import yaml
 
 from conformance.build import binaries
 from conformance.common.errors import ComponentFailed, UsageError
 from conformance.node.configs import RUNTIME_CLASS
+from conformance.nvidia.labels import GPU_RESOURCE
+from conformance.nvidia.sharing import (
+    SharingConfig,
+    advertised_count,
+    validate_sharing_config,
+)
 
 RELEASE = "nvdp"  # as the upstream README installs it
 NAMESPACE = "nvidia-device-plugin"
 CHART_NAME = "nvidia-device-plugin"
 INSTALL_TIMEOUT_S = 120.0
 NFD_SUBCHART = "node-feature-discovery"
+NVIDIA_SRC_ENV = "NVIDIA_SRC"  # --nvidia-src's default (the project's CI sets it)
 
 
 def chart_candidates(src: Path, version: str) -> list[Path]:
@@ -55,8 +65,10 @@ def find_chart(nvidia_src: str | Path | None) -> Path:
     hint = (f"download https://github.com/NVIDIA/k8s-device-plugin/archive/refs/tags/"
             f"{version}.tar.gz (or `helm pull nvdp/nvidia-device-plugin --version "
             f"{version.lstrip('v')}`) and pass its folder as --nvidia-src")
+    nvidia_src = nvidia_src or os.environ.get(NVIDIA_SRC_ENV)
     if not nvidia_src:
-        raise UsageError(f"the NVIDIA device plugin chart {version} is needed: {hint}")
+        raise UsageError(f"the NVIDIA device plugin chart {version} is needed: {hint} (or set "
+                         f"${NVIDIA_SRC_ENV})")
     src = Path(nvidia_src).expanduser().resolve()
     if not src.exists():
         raise UsageError(f"--nvidia-src {src}: no such folder; {hint}")
@@ -98,6 +110,38 @@ def values(*, gpu: dict, nvidia_ctk: Path, nfd_version: str, node_label: str) ->
     }
 
 
+def load_values(path: str | Path | None, flag: str = "--chart-values") -> dict:
+    """A YAML values file (what ``helm install --values`` takes); one-line errors."""
+    if not path:
+        return {}
+    try:
+        doc = yaml.safe_load(Path(path).read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise UsageError(f"{flag} {path}: {exc}".splitlines()[0]) from exc
+    if not isinstance(doc, dict):
+        raise UsageError(f"{flag} {path}: not a map of values")
+    return doc
+
+
+def advertised(vals: dict, gpus: int | None) -> tuple[str, int | None]:
+    """The resource and amount the plugin advertises under the chart's default sharing config
+    (``config.default``, or the only entry of ``config.map``): ``nvidia.com/gpu`` x 1 without
+    one, or for a config the plugin would reject (then it advertises nothing new)."""
+    cfg = vals.get("config") or {}
+    configs = cfg.get("map") or {}
+    name = cfg.get("default") or (next(iter(configs)) if len(configs) == 1 else None)
+    try:
+        doc = yaml.safe_load(configs.get(name) or "") if name else None
+    except yaml.YAMLError:
+        doc = None
+    config = (SharingConfig.from_document(doc)
+              if isinstance(doc, dict) and not validate_sharing_config(doc) else None)
+    if config is None:
+        return GPU_RESOURCE, gpus
+    return (config.advertised_name(GPU_RESOURCE),
+            None if gpus is None else advertised_count(gpus, config.replicas_for(GPU_RESOURCE)))
+
+
 def merge(base: dict, extra: dict) -> dict:
     """``extra`` over ``base``, maps merged key by key (as Helm merges values files)."""
     out = dict(base)
@@ -123,7 +167,7 @@ def install(*, helm: Path, kubeconfig: Path, chart: Path, vals: dict, folder: Pa
         proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT,
                               timeout=INSTALL_TIMEOUT_S + 30, check=False)
     if proc.returncode != 0:
-        from conformance.sim.controlplane import log_tail
+        from conformance.common.processes import log_tail
 
         raise ComponentFailed(f"helm {verb[0]}", f"exit status {proc.returncode}",
                               log_tail(log))

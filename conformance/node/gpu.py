@@ -31,7 +31,12 @@ from conformance.build.binaries import NodeBinaries
 from conformance.common.errors import ComponentFailed, UsageError
 
 MAX_MOCK_GPUS = 8  # the mock's limit (its README)
-MOCK_CONFIG_IN_CONTAINER = "/run/gpuconf-mock-nvml/config.yaml"
+MOCK_NVML = "mock-nvml"  # NodeState.gpu["source"]: the mock NVML ...
+DRIVER = "driver"  # ... or the real driver
+# the profile's folder, mounted whole: the mock reads ``overrides.yaml`` beside its config
+# (runtime failure injection, see :func:`write_mock_overrides`)
+MOCK_CONFIG_DIR_IN_CONTAINER = "/run/gpuconf-mock-nvml"
+MOCK_OVERRIDES = "overrides.yaml"
 # device numbers of the NVIDIA driver (nvidia-uvm's major is dynamic; 238 as on the GPU machine)
 NVIDIA_MAJOR = 195
 NVIDIACTL_MINOR = 255
@@ -108,12 +113,29 @@ def mock_driver_root(nb: NodeBinaries, profile: Profile, root: Path) -> dict:
     _mknod(dev / "nvidia-uvm", UVM_MAJOR, 0)
     _mknod(dev / "nvidia-uvm-tools", UVM_MAJOR, 1)
     return {
-        "source": "mock-nvml", "profile": profile.name, "count": profile.count,
+        "source": MOCK_NVML, "profile": profile.name, "count": profile.count,
         "model": (doc.get("device_defaults") or {}).get("name", profile.model),
         "driver_version": (doc.get("system") or {}).get("driver_version", lib_version),
         "mock_nvml": f"NVIDIA/k8s-test-infra@{nb.versions['MOCK_NVML_COMMIT']}",
         "driver_root": str(root), "dev_root": str(root),
     }
+
+
+def write_mock_overrides(driver_root: Path, devices: dict[int, dict] | None) -> Path:
+    """The mock NVML's runtime overrides (k8s-test-infra ``nvml-mock-ctl``'s file): per GPU
+    index, config merged over the profile, e.g. ``{"failure": {"mode": "lost"}}`` (its
+    failure injection: lost, fallen_off_bus, ecc_uncorrectable with an Xid). Every process
+    that loads the mock re-reads it within seconds; a failure trips on that process's next
+    call about the device. None removes the overrides."""
+    path = driver_root / "config" / MOCK_OVERRIDES
+    if devices is None:
+        path.unlink(missing_ok=True)
+        return path
+    doc = {"version": 1, "devices": {str(i): cfg for i, cfg in sorted(devices.items())}}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(yaml.safe_dump(doc, sort_keys=False))
+    tmp.replace(path)
+    return path
 
 
 def check_driver_root(driver_root: Path, dev_root: Path) -> None:
@@ -131,7 +153,7 @@ def check_driver_root(driver_root: Path, dev_root: Path) -> None:
 
 def real_driver(driver_root: Path, dev_root: Path) -> dict:
     check_driver_root(driver_root, dev_root)
-    return {"source": "driver", "profile": None, "driver_root": str(driver_root),
+    return {"source": DRIVER, "profile": None, "driver_root": str(driver_root),
             "dev_root": str(dev_root)}
 
 
@@ -150,17 +172,18 @@ def generate_cdi(nb: NodeBinaries, gpu: dict, out: Path, log: Path) -> list[str]
         except subprocess.TimeoutExpired as exc:
             raise ComponentFailed("nvidia-ctk cdi generate", "timed out", "") from exc
     if proc.returncode != 0 or not out.is_file():
-        from conformance.sim.controlplane import log_tail
+        from conformance.common.processes import log_tail
 
         raise ComponentFailed("nvidia-ctk cdi generate", f"exit status {proc.returncode}",
                               log_tail(log))
     spec = yaml.safe_load(out.read_text())
-    if gpu["source"] == "mock-nvml":
+    if gpu["source"] == MOCK_NVML:
         edits = spec.setdefault("containerEdits", {})
-        edits.setdefault("env", []).append(f"MOCK_NVML_CONFIG={MOCK_CONFIG_IN_CONTAINER}")
+        edits.setdefault("env", []).append(
+            f"MOCK_NVML_CONFIG={MOCK_CONFIG_DIR_IN_CONTAINER}/config.yaml")
         edits.setdefault("mounts", []).append({
-            "hostPath": str(Path(gpu["driver_root"]) / "config" / "config.yaml"),
-            "containerPath": MOCK_CONFIG_IN_CONTAINER,
+            "hostPath": str(Path(gpu["driver_root"]) / "config"),
+            "containerPath": MOCK_CONFIG_DIR_IN_CONTAINER,
             "options": ["ro", "nosuid", "nodev", "bind"]})
         out.write_text(yaml.safe_dump(spec, sort_keys=False))
     return [d["name"] for d in spec.get("devices") or []]

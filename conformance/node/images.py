@@ -23,6 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.build import binaries
+from conformance.checks.smi import DEVICE_PROBE_IMAGE
+from conformance.cluster.pods import DEFAULT_IMAGE as SUITE_POD_IMAGE
+from conformance.common.errors import UsageError
 from conformance.node.configs import SANDBOX_IMAGE
 
 MTIME = 1700000000  # fixed, so an archive's digest depends on its content only
@@ -88,7 +91,9 @@ def _write_layer(image: Image, out: Path) -> str:
     for e in image.entries:
         parts = e.path.strip("/").split("/")[:-1]
         for i in range(1, len(parts) + 1):
-            dirs.setdefault("/".join(parts[:i]), 0o755)
+            # a folder holding files is traversable by anyone (pods run non-root), /root too
+            d = "/".join(parts[:i])
+            dirs[d] = dirs.get(d, 0o755) | 0o555
     with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tar:
         for d in sorted(dirs):
             _add(tar, d, mode=dirs[d], kind=tarfile.DIRTYPE)
@@ -193,9 +198,11 @@ def node_images(nb: binaries.NodeBinaries) -> tuple[list[Image], dict[str, str]]
     nfd_ref = f"registry.k8s.io/nfd/node-feature-discovery:{nb.versions['NFD_VERSION']}"
     bb = busybox_entries(nb.busybox)
     images = [
-        # the CRI sandbox: nothing to pull, so the pause image is a busybox that sleeps
-        Image([SANDBOX_IMAGE], bb, entrypoint=["/bin/sleep", "2147483647"]),
-        Image([busybox_ref], bb, cmd=["/bin/sh"]),
+        # the CRI sandbox: nothing to pull, so the pause image is a busybox that sleeps; the
+        # suites' placeholder pods run the same under the tag they name
+        Image([SANDBOX_IMAGE, SUITE_POD_IMAGE], bb, entrypoint=["/bin/sleep", "2147483647"]),
+        # also under the name the suites' device-node probe runs (checks/smi.py)
+        Image([busybox_ref, DEVICE_PROBE_IMAGE], bb, cmd=["/bin/sh"]),
     ]
     dp_bins = [nb.nvidia_device_plugin, nb.gpu_feature_discovery, nb.config_manager]
     images.append(Image(
@@ -212,9 +219,20 @@ def node_images(nb: binaries.NodeBinaries) -> tuple[list[Image], dict[str, str]]
         user="65534:65534",  # as upstream's minimal image
         env={"GRPC_GO_LOG_SEVERITY_LEVEL": "INFO"},
     ))
-    roles = {"pause": SANDBOX_IMAGE, "busybox": busybox_ref, "device-plugin": dp_ref,
-             "nfd": nfd_ref}
+    roles = {"pause": SANDBOX_IMAGE, "suite-pods": SUITE_POD_IMAGE, "busybox": busybox_ref,
+             "device-plugin": dp_ref, "nfd": nfd_ref}
     return images, roles
+
+
+def archive_refs(archive: Path) -> list[str]:
+    """The image references a docker-archive holds (its manifest.json's RepoTags)."""
+    try:
+        with tarfile.open(archive) as tar:
+            member = tar.extractfile("manifest.json")
+            manifest = json.loads(member.read()) if member else []
+    except (OSError, tarfile.TarError, KeyError, ValueError) as exc:
+        raise UsageError(f"{archive}: not a docker-archive ({exc})") from exc
+    return [ref for m in manifest for ref in m.get("RepoTags") or []]
 
 
 def archive_key(images: list[Image]) -> str:

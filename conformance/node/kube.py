@@ -21,6 +21,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.common.errors import NotConverged
 from conformance.node.configs import RUNTIME_CLASS
+from conformance.nvidia.labels import gpu_resources
 
 TOKEN_TTL = dt.timedelta(hours=1)  # only the first join uses it; renewals use the node's cert
 BOOTSTRAP_GROUP = "system:bootstrappers:gpuconf"
@@ -176,11 +177,17 @@ def warning_events(c: client.ApiClient, namespace: str, limit: int = 3) -> str:
     return " | ".join(seen)
 
 
-def gpus_advertised(c: client.ApiClient, name: str, want: int | None) -> str | None:
+def gpus_advertised(c: client.ApiClient, name: str, resource: str,
+                    want: int | None) -> str | None:
+    """None once the node advertises exactly ``want`` of ``resource`` (any amount when ``want``
+    is None) and no other GPU resource: what the plugin's current config promises, not what
+    its previous one left."""
     node = client.CoreV1Api(c).read_node(name)
-    have = int((node.status.allocatable or {}).get("nvidia.com/gpu", "0"))
-    if have == 0 or (want is not None and have < want):
-        return f"allocatable nvidia.com/gpu={have}"
+    found = {k: v for k, v in gpu_resources(node.status.allocatable).items() if v}
+    have = found.get(resource, 0)
+    if have == 0 or (want is not None and have != want) or set(found) - {resource}:
+        shown = ", ".join(f"{k}={v}" for k, v in found.items()) or f"{resource}=0"
+        return f"allocatable {shown}, want {resource}={want if want is not None else '>0'}"
     return None
 
 

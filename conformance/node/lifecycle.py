@@ -29,21 +29,23 @@ from pathlib import Path
 from conformance.build import binaries
 from conformance.common import interrupts
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
+from conformance.common.processes import log_tail
 from conformance.node import chart as chartmod
 from conformance.node import configs, gpu, host, images, kube, procs
 from conformance.node.state import HOST_PATHS, KUBELET_ROOT, RUN_ROOT, NodeState, nodes_dir
+from conformance.nvidia.labels import gpu_resource_of
 from conformance.sim.controlplane import (
     KUBERNETES_SERVICE_IP,
     REAL_NODE_LABEL,
     ClusterState,
     ControlPlane,
-    log_tail,
 )
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds conformance/ (the relay imports it)
 DEFAULT_GPU_PROFILE = "8xH100"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # the chart's affinity accepts it for any GPU host
 GPU_SOURCE_ANNOTATION = "node.gpuconf.io/gpu-source"  # "mock-nvml 8xH100" or "driver"
+MOCK_NVML = gpu.MOCK_NVML
 # Waits. Measured here (2 cores): containerd answers in < 1 s, the node is Ready ~10 s after
 # the kubelet starts, the chart's DaemonSets roll out in ~20 s. The limits leave room on a
 # loaded CI machine without hiding a hang.
@@ -52,6 +54,7 @@ NODE_READY_TIMEOUT_S = 120.0
 ROLLOUT_TIMEOUT_S = 240.0
 GPUS_TIMEOUT_S = 120.0
 CTR_TIMEOUT_S = 120.0  # one image import (hundreds of MB on a cold page cache)
+CTR_IMPORT_MIN_BYTES_PER_S = 10 << 20  # a larger archive (a CuPy image: ~1 GB) gets longer
 TEARDOWN_CALL_TIMEOUT_S = 15.0
 
 Progress = Callable[[str], None]
@@ -68,21 +71,9 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     ``chart_values`` are merged over the node's own chart values (e.g. a time-slicing
     ``config.map``, which the image's config-manager applies as upstream's does)."""
     t_start = time.monotonic()
-    if gpu_profile and driver_root:
-        raise UsageError("give a GPU profile (mock NVML) or a driver root (real GPUs), not both")
-    if dev_root and not driver_root:
-        raise UsageError("--dev-root goes with --driver-root (the real driver's device nodes)")
-    mock = not driver_root
     plane = ControlPlane(name)  # validates the name
-    chart = chartmod.find_chart(nvidia_src)
-    cp_bins = binaries.require()
-    if not cp_bins.helm.is_file():
-        raise UsageError(f"helm missing under {binaries.cache_dir() / 'bin'}: run `make setup`")
-    nb = binaries.require_node(mock_nvml=mock)
-    if mock:
-        profile = gpu.parse_profile(gpu_profile or DEFAULT_GPU_PROFILE, gpu.mock_models(nb))
-    else:
-        gpu.check_driver_root(Path(driver_root), Path(dev_root or "/"))
+    chart, nb, profile = check_inputs(gpu_profile=gpu_profile, driver_root=driver_root,
+                                      dev_root=dev_root, nvidia_src=nvidia_src)
 
     existing = NodeState.load(name)
     if existing is not None:
@@ -143,7 +134,7 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     try:
         cp_state = _start_with_control_plane(
             plane, progress,
-            lambda: _node_side(state, f, nb, profile if mock else None,
+            lambda: _node_side(state, f, nb, profile,
                                driver_root, dev_root, progress, mark))
         mark("control_plane_ready")
         _join(state, cp_state, nb, progress)
@@ -169,6 +160,26 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     return state
 
 
+def check_inputs(*, gpu_profile: str | None = None, driver_root: str | None = None,
+                 dev_root: str | None = None, nvidia_src: str | None = None
+                 ) -> tuple[Path, binaries.NodeBinaries, gpu.Profile | None]:
+    """The chart, the node's binaries and the mock GPU profile (None for a driver root) that
+    ``up`` would use; a one-line UsageError for bad input. Starts nothing."""
+    if gpu_profile and driver_root:
+        raise UsageError("give a GPU profile (mock NVML) or a driver root (real GPUs), not both")
+    if dev_root and not driver_root:
+        raise UsageError("--dev-root goes with --driver-root (the real driver's device nodes)")
+    chart = chartmod.find_chart(nvidia_src)
+    cp_bins = binaries.require()
+    if not cp_bins.helm.is_file():
+        raise UsageError(f"helm missing under {binaries.cache_dir() / 'bin'}: run `make setup`")
+    nb = binaries.require_node(mock_nvml=not driver_root)
+    if driver_root:
+        gpu.check_driver_root(Path(driver_root), Path(dev_root or "/"))
+        return chart, nb, None
+    return chart, nb, gpu.parse_profile(gpu_profile or DEFAULT_GPU_PROFILE, gpu.mock_models(nb))
+
+
 def down(name: str = "gpuconf", *, progress: Progress = print, keep_logs: bool = False) -> bool:
     """Stop every process the node started, unmount, remove its bridge, addresses, cgroups,
     host paths and state, put sysctls back; then stop its control plane. False: no such node."""
@@ -185,22 +196,43 @@ def down(name: str = "gpuconf", *, progress: Progress = print, keep_logs: bool =
     return True
 
 
-def reconfigure(name: str = "gpuconf", *, chart_values: dict,
-                progress: Progress = print) -> NodeState:
+def reconfigure(name: str = "gpuconf", *, chart_values: dict, progress: Progress = print,
+                wait: bool = True) -> NodeState:
     """``helm upgrade`` the running node's chart with ``chart_values`` merged over the node's
-    own values (not over the previous call's), then wait as ``up`` does: the DaemonSets rolled
-    out, ``nvidia.com/gpu`` advertised, GFD's labels on the node."""
-    state = NodeState.load(name)
-    if state is None or state.phase != "ready":
-        raise UsageError(f"node {name!r} is not up: `gpuconf node up` first")
+    own values (not over the previous call's), then (``wait``) wait as ``up`` does: the
+    DaemonSets rolled out, the GPUs advertised as the sharing config promises, GFD's labels
+    on the node. Without ``wait``, only the upgrade (values the plugin may reject)."""
+    state = require_up(name)
     cp = ControlPlane(name).state()
     if cp is None:
         raise UsageError(f"node {name!r} has no control plane: `gpuconf node down`, then up")
-    nb = binaries.require_node(mock_nvml=state.gpu.get("source") == "mock-nvml")
+    nb = binaries.require_node(mock_nvml=state.gpu.get("source") == MOCK_NVML)
     _install_chart(state, cp, nb, Path(state.chart["chart"]), chart_values, progress,
-                   upgrade=True)
-    _wait_gpus(state, cp, progress)
+                   upgrade=True, wait=wait)
+    if wait:
+        _wait_gpus(state, cp, progress)
     return state
+
+
+def restart_kubelet(name: str = "gpuconf", *, progress: Progress = print) -> float:
+    """Stop the node's kubelet and start it again as ``up`` did (it re-creates its sockets,
+    the device plugins register again); returns the seconds until the node is Ready."""
+    state = require_up(name)
+    if "kubelet" not in state.commands:
+        raise UsageError(f"node {name!r} was brought up by an older gpuconf: `gpuconf node "
+                         "down`, then up")
+    cp = ControlPlane(name).state()
+    if cp is None:
+        raise UsageError(f"node {name!r} has no control plane: `gpuconf node down`, then up")
+    t0 = time.monotonic()
+    progress(f"restarting the kubelet (pid {state.pids['kubelet']})")
+    procs.stop(state.pids["kubelet"], state.binaries["kubelet"])
+    procs.start(state, "kubelet", state.commands["kubelet"],
+                env=state.environments.get("kubelet"))
+    c = kube.api(cp.kubeconfig)
+    kube.wait(f"node {state.node_name} to be Ready", lambda: kube.node_ready(c, state.node_name),
+              timeout=NODE_READY_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    return time.monotonic() - t0
 
 
 def status(name: str = "gpuconf") -> dict:
@@ -229,8 +261,8 @@ def status(name: str = "gpuconf") -> dict:
                 state.node_name, _request_timeout=5)
             out["ready"] = any(c.type == "Ready" and c.status == "True"
                                for c in node.status.conditions or [])
-            out["gpus_allocatable"] = int((node.status.allocatable or {})
-                                          .get("nvidia.com/gpu", "0"))
+            out["gpu_resource"], out["gpus_allocatable"] = gpu_resource_of(
+                node.status.allocatable)
             out["gpu_product"] = (node.metadata.labels or {}).get("nvidia.com/gpu.product")
     return out
 
@@ -389,16 +421,49 @@ def _import_images(state: NodeState, nb: binaries.NodeBinaries, progress: Progre
                  "(cached for the next bring-up)")
     progress(f"importing {len(imgs)} images ({archive.stat().st_size >> 20} MiB, pinned)")
     t0 = time.monotonic()
-    _ctr(state, nb, "images", "import", f"--label={images.PINNED_LABEL}",
-         f"--snapshotter={state.host['snapshotter']}", str(archive), timeout=CTR_TIMEOUT_S)
-    listed = set(_ctr_lines(state, nb, "images", "ls", "-q"))
-    missing = [r for r in roles.values() if r not in listed]
-    if missing:
-        raise ComponentFailed("ctr", f"images not imported: {', '.join(missing)}",
-                              log_tail(state.logs / "ctr.log"))
+    _import(state, nb, archive, list(roles.values()))
     state.images = roles
     state.save()
     progress(f"images imported in {time.monotonic() - t0:.1f}s: {', '.join(roles.values())}")
+
+
+def _import(state: NodeState, nb: binaries.NodeBinaries, archive: Path, refs: list[str]) -> None:
+    """``ctr images import`` pinned (never pulled, never collected); ``refs`` must be there."""
+    timeout = max(CTR_TIMEOUT_S, archive.stat().st_size / CTR_IMPORT_MIN_BYTES_PER_S)
+    _ctr(state, nb, "images", "import", f"--label={images.PINNED_LABEL}",
+         f"--snapshotter={state.host['snapshotter']}", str(archive), timeout=timeout)
+    listed = set(_ctr_lines(state, nb, "images", "ls", "-q"))
+    missing = [r for r in refs if r not in listed]
+    if missing:
+        raise ComponentFailed("ctr", f"images not imported: {', '.join(missing)}",
+                              log_tail(state.logs / "ctr.log"))
+
+
+def require_up(name: str) -> NodeState:
+    """The node's state, or a one-line error when it is not up."""
+    state = NodeState.load(name)
+    if state is None or state.phase != "ready":
+        raise UsageError(f"node {name!r} is not up: `gpuconf node up` first")
+    return state
+
+
+def node_folder(name: str) -> Path:
+    return require_up(name).path
+
+
+def import_archive(name: str, archive: Path, *, progress: Progress = print) -> list[str]:
+    """Import a docker-archive (e.g. ``gpuconf node workload-image``'s) into node ``name``'s
+    containerd, pinned; the references it held."""
+    state = require_up(name)
+    refs = images.archive_refs(archive)
+    t0 = time.monotonic()
+    progress(f"importing {', '.join(refs)} ({archive.stat().st_size >> 20} MiB) into node "
+             f"{name!r}")
+    _import(state, binaries.locate_node(), archive, refs)
+    state.images.update({f"imported:{r}": r for r in refs})
+    state.save()
+    progress(f"imported in {time.monotonic() - t0:.1f}s")
+    return refs
 
 
 def _alive_check(state: NodeState) -> Callable[[], None]:
@@ -465,8 +530,9 @@ def _accepts(ip: str, port: int) -> bool:
 
 def _wait_gpus(state: NodeState, cp: ClusterState, progress: Progress) -> None:
     c = kube.api(cp.kubeconfig)
-    kube.wait("nvidia.com/gpu advertised by the device plugin",
-              lambda: kube.gpus_advertised(c, state.node_name, state.gpu.get("count")),
+    resource, want = chartmod.advertised(state.chart.get("values") or {}, state.gpu.get("count"))
+    kube.wait(f"{resource} advertised by the device plugin",
+              lambda: kube.gpus_advertised(c, state.node_name, resource, want),
               timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
     kube.wait("GFD labels on the node (through NFD)",
               lambda: kube.gfd_labels(c, state.node_name),
@@ -474,7 +540,8 @@ def _wait_gpus(state: NodeState, cp: ClusterState, progress: Progress) -> None:
 
 
 def _install_chart(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries, chart: Path,
-                   extra: dict, progress: Progress, *, upgrade: bool = False) -> None:
+                   extra: dict, progress: Progress, *, upgrade: bool = False,
+                   wait: bool = True) -> None:
     helm = Path(cp.binaries["helm"])
     vals = chartmod.merge(chartmod.values(
         gpu=state.gpu, nvidia_ctk=nb.nvidia_ctk, nfd_version=nb.versions["NFD_VERSION"],
@@ -486,6 +553,8 @@ def _install_chart(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries
     progress(f"helm {verb} {chartmod.RELEASE} {chart} (device plugin, GFD, NFD)")
     chartmod.install(helm=helm, kubeconfig=cp.kubeconfig, chart=chart, vals=vals,
                      folder=state.path, log=state.logs / "helm.log", upgrade=upgrade)
+    if not wait:
+        return
     c = kube.api(cp.kubeconfig)
     try:
         seconds = kube.wait(f"the NVIDIA DaemonSets in {chartmod.NAMESPACE} to roll out",
@@ -500,7 +569,7 @@ def _install_chart(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries
 
 def _gpu_words(state: NodeState) -> str:
     n = state.gpu.get("count")
-    what = (f"{state.gpu.get('profile')} (mock NVML)" if state.gpu["source"] == "mock-nvml"
+    what = (f"{state.gpu.get('profile')} (mock NVML)" if state.gpu["source"] == MOCK_NVML
             else "the real driver's GPUs")
     return f"{n} nvidia.com/gpu from {what}"
 

@@ -47,6 +47,8 @@ class NodeState:
     phase: str = "starting"  # starting -> ready; "failed" while an interrupted up is cleaned
     pids: dict[str, int] = field(default_factory=dict)
     binaries: dict[str, str] = field(default_factory=dict)  # component -> argv[0] it runs
+    commands: dict[str, list[str]] = field(default_factory=dict)  # component -> argv
+    environments: dict[str, dict[str, str]] = field(default_factory=dict)  # extra env
     created: list[str] = field(default_factory=list)  # host paths up created (down removes them)
     links: list[str] = field(default_factory=list)  # network links up created
     addresses: list[list[str]] = field(default_factory=list)  # [cidr, dev] added to existing links

@@ -29,6 +29,10 @@ PYTEST_TIMEOUT_AFTER_INTERRUPT_S = 120.0  # the suite deletes what it made, writ
 # pytest's exit codes -> gpuconf's: 2 interrupted, 4 usage error (its one line was printed)
 _PYTEST_EXIT = {0: EXIT_OK, 1: EXIT_FAILED, 2: EXIT_INTERRUPTED, 4: EXIT_USAGE}
 _NO_TESTS_COLLECTED = 5
+# the options that say how to bring the real node up (option field by flag)
+NODE_FLAGS = {"--nvidia-src": "nvidia_src", "--gpu-profile": "gpu_profile",
+              "--driver-root": "driver_root", "--dev-root": "dev_root",
+              "--node-values": "node_values"}
 
 
 def suite_paths(suites: list[str]) -> list[str]:
@@ -98,6 +102,9 @@ class RunPlan:
         target = opts.target or targets.auto_target(opts)
         if (opts.sim_fault or opts.sim_profile != "healthy") and target != "sim":
             raise UsageError("--profile and --fault apply to the sim only (--target sim)")
+        node_flags = [flag for flag, value in NODE_FLAGS.items() if getattr(opts, value)]
+        if node_flags and target != "node":
+            raise UsageError(f"{', '.join(node_flags)}: for --target node only")
         if target == "sim":
             from conformance.sim import faults, profiles
 
@@ -109,6 +116,19 @@ class RunPlan:
             check_reachable(connect(opts.kubeconfig, opts.context))
         elif target == "kind":
             targets.kind_precheck()
+        elif target == "node" and opts.kubeconfig:  # a node already up
+            if node_flags:
+                raise UsageError(f"{', '.join(node_flags)}: for a node this run brings up, not "
+                                 "with --kubeconfig")
+            from conformance.cluster.client import check_reachable, connect
+
+            check_reachable(connect(opts.kubeconfig, opts.context))
+        elif target == "node":
+            from conformance.node import chart, lifecycle
+
+            lifecycle.check_inputs(gpu_profile=opts.gpu_profile, driver_root=opts.driver_root,
+                                   dev_root=opts.dev_root, nvidia_src=opts.nvidia_src)
+            chart.load_values(opts.node_values, "--node-values")
         return target
 
     # ---- the whole run -------------------------------------------------------------------
@@ -158,6 +178,7 @@ class _Started:
         self.plan = plan
         self.progress = progress
         self.sim_name: str | None = None
+        self.node_name: str | None = None
         self.installed = None
 
     def environment(self, target: str) -> str | None:
@@ -173,6 +194,19 @@ class _Started:
                                   chart=opts.operator_chart,
                                   operator="chart" if opts.install_operator else "standin",
                                   progress=self.progress)
+            kubeconfig = str(state.kubeconfig)
+        elif target == "node" and not kubeconfig:  # this machine as a node, for this run
+            from conformance.node import chart, lifecycle
+
+            self.node_name = f"run-{short(self.plan.run_id)}"
+            self.progress(f"no cluster given: bringing this machine up as the real node "
+                          f"{self.node_name!r}")
+            state = lifecycle.up(self.node_name, gpu_profile=opts.gpu_profile,
+                                 driver_root=opts.driver_root, dev_root=opts.dev_root,
+                                 nvidia_src=opts.nvidia_src,
+                                 chart_values=chart.load_values(opts.node_values,
+                                                                "--node-values"),
+                                 progress=self.progress)
             kubeconfig = str(state.kubeconfig)
         if opts.install_operator:
             from conformance.run.operator_install import install_operator
@@ -194,6 +228,14 @@ class _Started:
         elif self.sim_name:
             self.progress(f"kept the sim {self.sim_name!r}: `gpuconf sim down --name "
                           f"{self.sim_name}` removes it")
+        if self.node_name and not keep:
+            from conformance.node import lifecycle
+
+            self.progress(f"taking the node {self.node_name!r} down")
+            lifecycle.down(self.node_name, progress=quiet)
+        elif self.node_name:
+            self.progress(f"kept the node {self.node_name!r}: `gpuconf node down --name "
+                          f"{self.node_name}` removes it")
 
 
 # ---- after the run ---------------------------------------------------------------------------

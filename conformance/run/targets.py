@@ -18,6 +18,7 @@ from conformance.cluster.client import Cluster, check_reachable, connect
 from conformance.common.console import say
 from conformance.common.errors import UsageError
 from conformance.options import Options
+from conformance.sim.controlplane import REAL_NODE_LABEL
 
 KIND_CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-config"
 
@@ -31,11 +32,15 @@ class Env:
     server_version: str | None = None
     started_sim: bool = False
     kind_cluster: object | None = None
+    # where the GPUs come from when they are not devices a pod can open (the reason checks that
+    # need real GPUs give when they skip); "" for real GPUs
+    gpu_source: str = ""
 
     @property
     def real_gpus(self) -> bool:
-        """True where pods get devices of their own (not KWOK's). Local runs have no pods."""
-        return self.target in ("existing", "kind", "node")
+        """True where pods get devices of their own (not KWOK's, not the mock NVML's). Local
+        runs have no pods."""
+        return self.target in ("existing", "kind", "node") and not self.gpu_source
 
     def require_cluster(self) -> Cluster:
         if self.cluster is None:
@@ -82,7 +87,25 @@ def resolve(options: Options, run_id: str) -> Env:
     env.options = options.replace(kubeconfig=kubeconfig)
     env.cluster = connect(kubeconfig, options.context)
     env.server_version = check_reachable(env.cluster)
+    if target == "node":
+        env.gpu_source = mock_gpu_source(env.cluster)
+    elif target == "sim":
+        env.gpu_source = "the sim simulates nodes and pods, not devices"
     return env
+
+
+def mock_gpu_source(cluster: Cluster) -> str:
+    """Why the real node's GPUs cannot be opened, from the annotation ``gpuconf node up`` puts
+    on it (``mock-nvml 8xH100`` or ``driver``); "" when they are the driver's."""
+    from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
+
+    for node in cluster.core.list_node(label_selector=REAL_NODE_LABEL).items:
+        source = (node.metadata.annotations or {}).get(GPU_SOURCE_ANNOTATION, "")
+        if source.startswith(MOCK_NVML):
+            profile = source.removeprefix(MOCK_NVML).strip()
+            return (f"node {node.metadata.name} runs NVIDIA's mock NVML ({profile}): no device "
+                    "can be opened")
+    return ""
 
 
 def create_kind(options: Options):

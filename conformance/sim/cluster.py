@@ -11,8 +11,9 @@ from conformance.cluster.client import connect
 from conformance.cluster.namespaces import wait_for_default_service_account
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
+from conformance.common.processes import pid_alive
 from conformance.sim import plugin_chart, standin
-from conformance.sim.controlplane import ClusterState, ControlPlane, _pid_alive, clusters_dir
+from conformance.sim.controlplane import ClusterState, ControlPlane, clusters_dir
 from conformance.sim.faults import validate as validate_faults
 
 STANDIN = "standin"
@@ -59,8 +60,9 @@ def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) ->
     """Until the operator Deployment is available and every operand DaemonSet is rolled out
     as far as the faults allow (a crash-looping or untolerated operand never is); without the
     operator, the device plugin chart's DaemonSets."""
-    operator = sim_state.resolve_profile().stack == "gpu-operator"
-    ns = sim_state.operator_namespace if operator else plugin_chart.NAMESPACE
+    stack = sim_state.resolve_profile().stack
+    operator = stack == "gpu-operator"
+    ns = sim_state.operator_namespace if stack != "device-plugin-chart" else plugin_chart.NAMESPACE
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * sim_state.resolve_profile().node_count
     deadline = time.monotonic() + timeout
     last, stuck = "", []
@@ -114,7 +116,7 @@ def down(name: str = "gpuconf", *, progress: Progress) -> bool:
 
 def running(name: str) -> ClusterState | None:
     state = ControlPlane(name).state()
-    if state and state.pids and all(_pid_alive(p) for p in state.pids.values()):
+    if state and state.pids and all(pid_alive(p) for p in state.pids.values()):
         return state
     return None
 

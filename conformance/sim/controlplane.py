@@ -9,12 +9,9 @@ ones already started and raises :class:`ComponentFailed` with the tail of its lo
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
-import os
 import random
 import shutil
-import signal
 import socket
 import ssl
 import subprocess
@@ -26,16 +23,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.build import binaries
+from conformance.common import processes
 from conformance.common.errors import ComponentFailed, UsageError
+from conformance.common.processes import log_tail
 from conformance.sim.pki import ClusterPKI
 
 # Each component must answer its health endpoint within this long. The API server is the
 # slowest (it installs its built-in objects and RBAC roles); 60 s leaves room on 2 loaded cores.
 COMPONENT_READY_TIMEOUT_S = 60.0
-STOP_GRACE_S = 10.0  # SIGTERM first, SIGKILL after this long
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 PORT_NAMES = (*COMPONENTS, "etcd-peer")  # a component's extra ports are named "<component>-..."
-LOG_TAIL_LINES = 25
 # A component's port is picked seconds before it listens. The kernel numbers outgoing
 # connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
 # kwok fail with "address already in use"); ports just below that range are only taken by
@@ -154,37 +151,6 @@ def _kubeconfig(server: str, ca: Path, cert: Path, key: Path, user: str) -> str:
     return json.dumps(doc, indent=2)  # JSON is valid YAML; client libraries read it as such
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still "exists"; treat it as gone.
-    with contextlib.suppress(OSError):
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[1].split()[0] == "Z":
-            return False
-    return True
-
-
-def _pid_is_ours(pid: int, binary: str) -> bool:
-    """True when the PID still runs the binary we started (PIDs are reused)."""
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return bool(cmdline) and cmdline[0].decode(errors="replace") == binary
-
-
-def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return ""
-
-
 class ControlPlane:
     """Start, stop and inspect one named local cluster."""
 
@@ -201,7 +167,7 @@ class ControlPlane:
 
     def up(self, *, apiserver_port: int | None = None, progress: Progress = print) -> ClusterState:
         existing = self.state()
-        if existing and any(_pid_alive(p) for p in existing.pids.values()):
+        if existing and any(processes.pid_alive(p) for p in existing.pids.values()):
             raise UsageError(f"sim cluster {self.name!r} is already running "
                              f"(kubeconfig {existing.kubeconfig}); `gpuconf sim down` first")
         if apiserver_port is not None and port_in_use(apiserver_port):
@@ -263,9 +229,7 @@ class ControlPlane:
         log_path = Path(state.folder) / "logs" / f"{component}.log"
         progress(f"starting {component}")
         t0 = time.monotonic()
-        with log_path.open("ab") as log:
-            proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = processes.spawn(argv, log_path)
         state.pids[component] = proc.pid
         state.save()
         self._wait_healthy(state, component, proc, log_path)
@@ -275,21 +239,7 @@ class ControlPlane:
         pid = state.pids.get(component)
         if pid is None:
             return
-        binary = state.binaries.get(component, "")
-        if _pid_alive(pid) and _pid_is_ours(pid, binary):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + STOP_GRACE_S
-            while _pid_alive(pid) and time.monotonic() < deadline:
-                _reap(pid)
-                time.sleep(0.1)
-            if _pid_alive(pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                while _pid_alive(pid):
-                    _reap(pid)
-                    time.sleep(0.05)
-        _reap(pid)
+        processes.stop(pid, state.binaries.get(component, ""))
         state.pids.pop(component, None)
         state.save()
 
@@ -318,7 +268,7 @@ class ControlPlane:
         if state is None:
             return {"name": self.name, "running": False}
         components = {
-            c: {"pid": pid, "running": _pid_alive(pid) and _pid_is_ours(pid, state.binaries[c])}
+            c: {"pid": pid, "running": processes.ours(pid, state.binaries[c])}
             for c, pid in state.pids.items()
         }
         return {
@@ -453,8 +403,3 @@ class ControlPlane:
                               f"not healthy within {COMPONENT_READY_TIMEOUT_S:.0f}s",
                               log_tail(log_path))
 
-
-def _reap(pid: int) -> None:
-    """Collect an exited child so it does not linger as a zombie."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)

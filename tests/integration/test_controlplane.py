@@ -12,8 +12,9 @@ from conformance.build import binaries
 from conformance.cluster import pods
 from conformance.cluster.pods import PodSpec
 from conformance.common.console import quiet
+from conformance.common.processes import pid_alive as _pid_alive
 from conformance.sim import cluster as simcluster
-from conformance.sim.controlplane import ControlPlane, _pid_alive
+from conformance.sim.controlplane import ControlPlane
 
 
 def test_server_reports_the_pinned_kubernetes_version(sim_cluster):

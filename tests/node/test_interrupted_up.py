@@ -17,7 +17,7 @@ WAIT_FOR_KUBELET_S = 120.0
 
 
 def test_interrupt_after_the_kubelet_started_leaves_the_host_as_it_was(nvidia_src, host_before):
-    proc = subprocess.Popen([sys.executable, "-m", "conformance.node", "up", "--name", NAME,
+    proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "node", "up", "--name", NAME,
                              "--nvidia-src", nvidia_src], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     state_file = nodes_dir() / NAME / "state.json"

@@ -1,0 +1,139 @@
+"""``gpuconf node ...``: this machine as a real Kubernetes node (``--target node``) by hand."""
+
+from __future__ import annotations
+
+import json
+
+from conformance.cli.parser import Parser
+from conformance.common.console import say
+from conformance.common.vocab import EXIT_FAILED, EXIT_OK
+
+
+def cmd_up(args) -> int:
+    from conformance.node import chart, lifecycle
+
+    state = lifecycle.up(args.name, gpu_profile=args.gpu_profile, driver_root=args.driver_root,
+                         dev_root=args.dev_root, nvidia_src=args.nvidia_src,
+                         chart_values=chart.load_values(args.chart_values), progress=say)
+    print(f"export KUBECONFIG={state.kubeconfig}")
+    return EXIT_OK
+
+
+def cmd_reconfigure(args) -> int:
+    from conformance.node import chart, lifecycle
+
+    lifecycle.reconfigure(args.name, chart_values=chart.load_values(args.chart_values),
+                          progress=say)
+    say(f"node {args.name!r}: chart values applied and rolled out")
+    return EXIT_OK
+
+
+def cmd_down(args) -> int:
+    from conformance.node import lifecycle
+
+    if not lifecycle.down(args.name, progress=say):
+        say(f"no node named {args.name!r}")
+    return EXIT_OK
+
+
+def cmd_status(args) -> int:
+    from conformance.node import lifecycle
+
+    status = lifecycle.status(args.name)
+    if args.json:
+        print(json.dumps(status, indent=2))
+    elif "phase" not in status:
+        print(f"node {args.name!r}: not up")
+    else:
+        gpu = status["gpu"]
+        print(f"node {args.name!r} ({status['node']}): {status['phase']}, "
+              f"{'running' if status['running'] else 'DEGRADED'}, ready "
+              f"{status.get('ready', '?')}, {status.get('gpus_allocatable', '?')} "
+              f"{status.get('gpu_resource') or 'nvidia.com/gpu'} allocatable, GPUs from "
+              f"{gpu.get('source')} "
+              f"{gpu.get('profile') or gpu.get('driver_root')}")
+        print(f"  kubeconfig {status['kubeconfig']}")
+        for name, comp in status["components"].items():
+            print(f"  {name:<24} pid {comp['pid']:<8} {'running' if comp['running'] else 'DOWN'}")
+    return EXIT_OK if status.get("running") or "phase" not in status else EXIT_FAILED
+
+
+def cmd_image(args) -> int:
+    from conformance.node import workload_image
+
+    ref = workload_image.build_and_import(args.name, python=args.python, tag=args.tag,
+                                          archive=args.output, progress=say,
+                                          modules=tuple(args.module or ("cupy", "numpy")),
+                                          require_gpu=not args.no_kernel_probe)
+    print(ref)
+    return EXIT_OK
+
+
+def register(sub) -> None:
+    node = sub.add_parser("node", help="this machine as a real Kubernetes node (--target node)",
+                          description="The sim's control plane plus this machine as a real "
+                                      "node: kubelet, containerd, runc, CNI and NVIDIA's device "
+                                      "plugin, GFD and NFD from their upstream chart. Needs root.")
+    nsub = node.add_subparsers(dest="node_command", required=True, parser_class=Parser)
+    up = nsub.add_parser("up", help="start the control plane and this machine as a node")
+    _name(up)
+    gpus = up.add_mutually_exclusive_group()
+    gpus.add_argument("--gpu-profile", metavar="NxMODEL",
+                      help="a host without GPUs: NVIDIA's mock NVML with this many GPUs of this "
+                           "model (default 8xH100)")
+    gpus.add_argument("--driver-root", metavar="DIR",
+                      help="a GPU host: the NVIDIA driver's root (e.g. /usr/local/nvidia or /)")
+    up.add_argument("--dev-root", metavar="DIR",
+                    help="where the driver's dev/nvidia* are when not below --driver-root "
+                         "(e.g. /)")
+    _nvidia_src(up)
+    _chart_values(up)
+    up.set_defaults(func=cmd_up)
+    rc = nsub.add_parser("reconfigure", help="helm upgrade the node's device plugin chart with "
+                         "new values (e.g. time-slicing) and wait for the rollout")
+    _name(rc)
+    _chart_values(rc, required=True)
+    rc.set_defaults(func=cmd_reconfigure)
+    down = nsub.add_parser("down", help="stop the node and its control plane; undo every host "
+                           "change up made")
+    _name(down)
+    down.set_defaults(func=cmd_down)
+    status = nsub.add_parser("status", help="show the node")
+    _name(status)
+    status.add_argument("--json", action="store_true", help="as JSON")
+    status.set_defaults(func=cmd_status)
+    img = nsub.add_parser("workload-image", help="build the gpu_kernels image from a Python "
+                          "with CuPy on this host and import it into the node (no registry)")
+    _name(img)
+    img.add_argument("--python", metavar="PATH", default="python3",
+                     help="the Python whose CuPy, NumPy and libraries go into the image "
+                          "(default python3)")
+    img.add_argument("--tag", metavar="IMAGE",
+                     help="image reference (default gpuconf.local/gpu-kernels:<python+cupy>)")
+    img.add_argument("--output", metavar="FILE",
+                     help="also keep the docker-archive tar here (for `ctr images import` "
+                          "elsewhere)")
+    img.add_argument("--module", action="append", metavar="NAME",
+                     help="a Python module the image must carry, with what it needs "
+                          "(repeatable; default cupy and numpy)")
+    img.add_argument("--no-kernel-probe", action="store_true",
+                     help="build where CuPy imports but cannot run a kernel (a host without "
+                          "the GPU): the libraries a kernel loads are then not found")
+    img.set_defaults(func=cmd_image)
+
+
+def _name(parser) -> None:
+    parser.add_argument("--name", default="gpuconf",
+                        help="node (and control plane) name (default gpuconf)")
+
+
+def _nvidia_src(parser) -> None:
+    parser.add_argument("--nvidia-src", metavar="DIR",
+                        help="upstream NVIDIA sources: the k8s-device-plugin tag's folder or "
+                             "archive, as downloaded from GitHub (default $NVIDIA_SRC)")
+
+
+def _chart_values(parser, *, required: bool = False) -> None:
+    parser.add_argument("--chart-values", metavar="FILE", required=required,
+                        help="YAML values merged over the node's device plugin chart values "
+                             "(e.g. a time-slicing config.map)")
