@@ -107,7 +107,8 @@ def _terminated_diagnosis(statuses, pod) -> str | None:
         if term.reason == "OOMKilled":
             return "container was OOM-killed: raise its memory limit"
         if term.exit_code not in (0, None):
-            return f"container exited with {term.exit_code} ({term.reason})"
+            why = f": {term.message.strip()[:300]}" if term.message else ""  # e.g. StartError's
+            return f"container exited with {term.exit_code} ({term.reason}){why}"
     if pod.status.reason == "UnexpectedAdmissionError":
         return f"the kubelet refused the pod: {pod.status.message}"
     return None

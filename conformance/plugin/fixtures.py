@@ -96,7 +96,9 @@ def _requirement_gate(request: pytest.FixtureRequest) -> None:
         if needs_gpu and env.target == "sim":
             pytest.skip("needs real GPUs: the sim simulates nodes and pods, not devices")
         pytest.skip(f"not-applicable: checked on {', '.join(allowed)}, not on {env.target}")
-    if needs_gpu and env.target != "local" and not env.real_gpus:
+    device_nodes = request.node.get_closest_marker("device_nodes") is not None
+    if (needs_gpu and env.target != "local" and not env.real_gpus
+            and not (device_nodes and env.target == "node")):
         pytest.skip(f"needs real GPUs: {env.gpu_source}")
 
 

@@ -28,6 +28,8 @@ MARKERS = (
     "gpu: the check needs real GPUs (skipped on the sim and on a mock-NVML node)",
     "target(*names): targets where the check applies (existing, kind, sim, node, local)",
     "disruptive: the check changes the cluster and runs only with --disruptive",
+    "device_nodes: a real-GPU check that also proves itself with device nodes alone (runs on "
+    "a mock-NVML node, whose GPUs can be listed and handed out but not opened)",
 )
 EVIDENCE_SECTION = "log (gpuconf evidence)"  # "Captured log ...": reaches JUnit's system-out
 

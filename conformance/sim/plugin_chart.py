@@ -116,7 +116,7 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
     wanted = [daemonset("device-plugin", config_map=name, default=seed.default if seed else None,
                         crashloop=crashloop),
               daemonset("gpu-feature-discovery", config_map=name,
-                        default=seed.default if seed else None, crashloop=False),
+                        default=seed.default if seed else None, crashloop=crashloop),
               nfd_worker()]
     for body in wanted:
         _apply_daemonset(cluster, body)

@@ -120,6 +120,9 @@ class NodePlan:
     taints: list[dict]
     resources: dict[str, str]
     gpu: bool
+    # what the kubelet offers; a crash-looping plugin's devices are unhealthy: its resources
+    # stay in capacity at 0 allocatable (as the real kubelet shows it). None: = resources
+    allocatable: dict[str, str] | None = None
 
 
 def plan_nodes(state: SimState, source: ConfigSource | None,
@@ -146,12 +149,18 @@ def plan_nodes(state: SimState, source: ConfigSource | None,
                            "type": "kwok", STANDIN_LABEL: "true"}
             node_labels.update(gfd.node_labels(node_group, index, operator=operator)
                                if is_gpu else {})
+            if is_gpu and gpucluster.wanted(profile):
+                node_labels.update(gpucluster.STATE_LABELS)
             resources = gfd.advertised_resources(node_group)
             taints = [t.as_dict() for t in group.taints]
+            allocatable = None
             if is_gpu:
                 _apply_node_faults(state, node_labels, resources, taints, first_gpu)
                 first_gpu = False
-            plans.append(NodePlan(name, node_labels, taints, resources, is_gpu))
+                if why:
+                    allocatable = {k: "0" if L.is_gpu_resource(k) else v
+                                   for k, v in resources.items()}
+            plans.append(NodePlan(name, node_labels, taints, resources, is_gpu, allocatable))
     return Plan(plans, refused)
 
 
@@ -163,8 +172,8 @@ class Plan:
 
 def _with_applied_sharing(group: profiles.NodeGroup,
                           applied: Applied) -> tuple[profiles.NodeGroup, str | None]:
-    """The group as its plugin runs it; a refused config leaves the last good one (the
-    profile's) in place, as a crash-looping plugin leaves the kubelet's resources."""
+    """The group as its plugin last ran it; a refused config leaves the last good one (the
+    profile's) in the kubelet's capacity, with nothing allocatable (see NodePlan)."""
     if applied.refused:
         return group, applied.refused
     try:
@@ -255,7 +264,8 @@ def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
     labels = {"app": op.app, STANDIN_LABEL: "true", **op.extra_labels}
     annotations = {annotation: "true" for fault, plays in OPERAND_FAULTS.items()
                    if state.has(fault) for name, annotation in plays.items() if name == op.name}
-    if plugin_refuses and op.name == PLUGIN_DS:
+    if plugin_refuses and op.name in (PLUGIN_DS, "gpu-feature-discovery"):
+        # GFD reads the same sharing config and exits on it too (seen on the real node)
         annotations[CRASHLOOP_ANNOTATION] = "true"
     env_map = operands.operand_env(op, spec)
     config = ((spec.get("devicePlugin") or {}).get("config") or {})
@@ -426,7 +436,8 @@ def _apply_nodes(cluster: Cluster, plans: list[NodePlan], *, operator: bool = Tr
                 "metadata": {"name": plan.name, "labels": plan.labels,
                              "annotations": {"kwok.x-k8s.io/node": "fake"}},
                 "spec": {"taints": plan.taints or None},
-                "status": {"capacity": plan.resources, "allocatable": plan.resources},
+                "status": {"capacity": plan.resources,
+                           "allocatable": plan.allocatable or plan.resources},
             })
             continue
         _update_node(cluster, node, plan, operator=operator)
@@ -455,13 +466,16 @@ def _update_node(cluster: Cluster, node, plan: NodePlan, *, operator: bool = Tru
         patch["spec"] = {"taints": plan.taints}
     if patch:
         cluster.core.patch_node(plan.name, patch)
-    have = node.status.capacity or {}
-    status_patch = {k: v for k, v in plan.resources.items() if have.get(k) != v}
-    status_patch.update({k: None for k in have if L.is_gpu_resource(k)
-                         and k not in plan.resources})
-    if status_patch:
-        cluster.core.patch_node_status(plan.name, {"status": {
-            "capacity": status_patch, "allocatable": status_patch}})
+    status = {}
+    for part, want, have in (
+            ("capacity", plan.resources, node.status.capacity or {}),
+            ("allocatable", plan.allocatable or plan.resources, node.status.allocatable or {})):
+        changed: dict[str, str | None] = {k: v for k, v in want.items() if have.get(k) != v}
+        changed.update({k: None for k in have if L.is_gpu_resource(k) and k not in want})
+        if changed:
+            status[part] = changed
+    if status:
+        cluster.core.patch_node_status(plan.name, {"status": status})
 
 
 def _taint_keys(taints: list[dict]) -> set[tuple]:

@@ -61,8 +61,8 @@ def _pod_inventories(gpu_env, nodes) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def inventories(gpu_env, request) -> dict[str, dict]:
     # Module fixtures are set up before the per-test requirement gate: check the target here.
-    if gpu_env.target == "sim":
-        pytest.skip("needs real GPUs: the sim simulates nodes and pods, not devices")
+    if gpu_env.target != "local" and not gpu_env.real_gpus:  # the sim, the mock NVML's node
+        pytest.skip(f"needs real GPUs: {gpu_env.gpu_source}")
     if gpu_env.target == "local":
         return _local_inventory(gpu_env)
     nodes = request.getfixturevalue("gpu_nodes")
