@@ -25,10 +25,14 @@ GPU_PROFILE = "8xH100"
 GPU_COUNT = 8
 
 
+LAST = "test_down_leaves_nothing_behind"  # takes the session's node down
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/node" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.integration)
+    items.sort(key=lambda item: item.name == LAST)  # stable: the rest keep their order
 
 
 def node_preconditions() -> tuple[str, str | None]:

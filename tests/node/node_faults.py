@@ -1,0 +1,192 @@
+"""Faults made in the real node's components, for ``test_node_fault_matrix.py``.
+
+Each fault breaks a real part the way it breaks in a cluster (a DaemonSet deleted, a plugin
+that exits on a flag it rejects, a sharing config the plugin refuses, GFD stopped while the
+plugin changes, a CDI spec gone, a GPU lost in NVML), waits until the node shows it, and is
+undone by :func:`restore`: the chart upgraded back to the node's own values (Helm's three-way
+merge puts back what was deleted or patched), the mock NVML's overrides removed, the plugin and
+GFD pods restarted, and the node's GPUs advertised again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from kubernetes import client
+
+from conformance.node import chart as chartmod
+from conformance.node import gpu, kube, lifecycle
+from conformance.node.configs import CDI_RUN_DIR
+from conformance.node.state import KUBELET_ROOT, NodeState
+from conformance.sim.controlplane import REAL_NODE_LABEL
+
+PLUGIN_DS = f"{chartmod.RELEASE}-nvidia-device-plugin"
+GFD_DS = f"{chartmod.RELEASE}-nvidia-device-plugin-gpu-feature-discovery"
+PLUGIN_SOCKET = KUBELET_ROOT / "device-plugins" / "nvidia-gpu.sock"
+KUBELET_SOCKET = KUBELET_ROOT / "device-plugins" / "kubelet.sock"  # where plugins register
+SYMPTOM_TIMEOUT_S = 120.0  # a crash loop shows within ~30 s, a ConfigMap change in a pod ~60 s
+LOST_GPU = 7  # the mock's last GPU of the 8xH100 profile
+
+TIME_SLICING_4 = ("version: v1\nflags:\n  migStrategy: none\nsharing:\n  timeSlicing:\n"
+                  "    resources:\n    - name: nvidia.com/gpu\n      replicas: 4\n")
+NO_SHARING = "version: v1\nflags:\n  migStrategy: none\n"
+# replicas must be >= 2 (the plugin's config API): the plugin exits on this config
+REJECTED = ("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+            "    - name: nvidia.com/gpu\n      replicas: 1\n")
+
+
+@dataclass
+class Ctx:
+    """The node a fault is made on."""
+
+    name: str  # the node's (and control plane's) name
+    api: client.ApiClient
+
+    @property
+    def state(self) -> NodeState:
+        state = NodeState.load(self.name)
+        assert state is not None, f"node {self.name} is not up"
+        return state
+
+    @property
+    def core(self) -> client.CoreV1Api:
+        return client.CoreV1Api(self.api)
+
+    @property
+    def apps(self) -> client.AppsV1Api:
+        return client.AppsV1Api(self.api)
+
+    def allocatable(self) -> dict[str, str]:
+        return self.core.read_node(self.state.node_name).status.allocatable or {}
+
+    def pods(self, prefix: str) -> list[client.V1Pod]:
+        """The chart's pods of one DaemonSet (``prefix-<hash>``, not a longer DaemonSet name)."""
+        return [p for p in self.core.list_namespaced_pod(chartmod.NAMESPACE).items
+                if p.metadata.name.rsplit("-", 1)[0] == prefix]
+
+    def delete_pods(self, prefix: str) -> None:
+        for p in self.pods(prefix):
+            self.core.delete_namespaced_pod(p.metadata.name, chartmod.NAMESPACE,
+                                            grace_period_seconds=0)
+
+    def restarts(self, prefix: str) -> int:
+        return sum(s.restart_count for p in self.pods(prefix)
+                   for s in p.status.container_statuses or [])
+
+    def wait(self, what: str, check: Callable[[], str | None]) -> None:
+        kube.wait(what, check, timeout=SYMPTOM_TIMEOUT_S, progress=lambda _m: None)
+
+
+def _no_gpus(ctx: Ctx) -> str | None:
+    have = ctx.allocatable().get("nvidia.com/gpu", "0")
+    return None if have == "0" else f"allocatable nvidia.com/gpu={have}"
+
+
+def _crash_looping(prefix: str) -> Callable[[Ctx], str | None]:
+    def check(ctx: Ctx) -> str | None:
+        n = ctx.restarts(prefix)
+        return None if n >= 2 else f"{prefix} restarted {n} time(s)"
+    return check
+
+
+# ---- the faults --------------------------------------------------------------------------------
+def delete_plugin_daemonset(ctx: Ctx) -> None:
+    ctx.apps.delete_namespaced_daemon_set(PLUGIN_DS, chartmod.NAMESPACE,
+                                          propagation_policy="Foreground")
+    ctx.wait("the device plugin gone and its GPUs unallocatable", lambda: _no_gpus(ctx))
+
+
+def plugin_rejects_its_flags(ctx: Ctx) -> None:
+    """The plugin started with a device list strategy it does not know: it exits at start."""
+    lifecycle.reconfigure(ctx.name, chart_values={"deviceListStrategy": "no-such-strategy"},
+                          wait=False)
+    ctx.wait("the device plugin crash-looping", lambda: _crash_looping(PLUGIN_DS)(ctx)
+             or _no_gpus(ctx))
+
+
+def plugin_socket_removed(ctx: Ctx) -> None:
+    """The plugin's socket in the kubelet's device-plugins folder deleted (a node cleanup
+    script, a kubelet root on tmpfs): the kubelet can no longer reach the plugin."""
+    PLUGIN_SOCKET.unlink()
+
+
+def kubelet_socket_removed(ctx: Ctx) -> None:
+    """The kubelet's registration socket deleted, then the plugin restarted (an upgrade, an
+    eviction): the plugin cannot register its resource again."""
+    KUBELET_SOCKET.unlink()
+    ctx.delete_pods(PLUGIN_DS)
+    ctx.wait("the plugin unable to register", lambda: _no_gpus(ctx))
+
+
+def sharing_config_rejected(ctx: Ctx) -> None:
+    """Time-slicing 4 running, then a config the plugin refuses (replicas: 1): the plugin and
+    GFD exit on it; the kubelet keeps the last capacity, with nothing allocatable."""
+    lifecycle.reconfigure(ctx.name, chart_values={"config": {
+        "default": "default", "map": {"default": TIME_SLICING_4}}}, progress=lambda _m: None)
+    lifecycle.reconfigure(ctx.name, chart_values={"config": {
+        "default": "default", "map": {"default": REJECTED}}}, wait=False)
+    ctx.wait("the device plugin refusing its sharing config",
+             lambda: _crash_looping(PLUGIN_DS)(ctx) or _no_gpus(ctx))
+
+
+def gfd_stopped_labels_stale(ctx: Ctx) -> None:
+    """GFD stopped (its DaemonSet selects no node), then the plugin's sharing config changed
+    in the chart's ConfigMap: the plugin advertises 4 replicas, GFD's labels still say none."""
+    lifecycle.reconfigure(ctx.name, chart_values={"config": {  # the chart's ConfigMap, no sharing
+        "default": "default", "map": {"default": NO_SHARING}}}, progress=lambda _m: None)
+    ctx.apps.patch_namespaced_daemon_set(GFD_DS, chartmod.NAMESPACE, {"spec": {"template": {
+        "spec": {"nodeSelector": {REAL_NODE_LABEL: "false"}}}}})
+    ctx.wait("GFD stopped", lambda: None if not ctx.pods(GFD_DS) else "a GFD pod still runs")
+    name = f"{PLUGIN_DS}-configs"
+    ctx.core.patch_namespaced_config_map(name, chartmod.NAMESPACE, {"data": {
+        "default": TIME_SLICING_4}})
+    ctx.delete_pods(PLUGIN_DS)  # the new pod reads the new config at once
+    want = str(4 * ctx.state.gpu["count"])
+    ctx.wait("the plugin advertising 4 replicas", lambda: None if ctx.allocatable().get(
+        "nvidia.com/gpu") == want else f"allocatable {ctx.allocatable().get('nvidia.com/gpu')}")
+
+
+def cdi_spec_removed(ctx: Ctx) -> None:
+    """The plugin's CDI spec deleted: containerd cannot resolve the devices it hands out."""
+    specs = list(Path(CDI_RUN_DIR).glob("k8s.device-plugin.nvidia.com-*"))
+    assert specs, f"no CDI spec of the plugin in {CDI_RUN_DIR}"
+    for spec in specs:
+        spec.unlink()
+
+
+def gpu_lost(ctx: Ctx) -> None:
+    """The mock NVML's failure injection: GPU 7 lost (ERROR_GPU_IS_LOST from its first
+    query on), seen by the plugin and GFD when they start."""
+    gpu.write_mock_overrides(Path(ctx.state.gpu["driver_root"]),
+                             {LOST_GPU: {"failure": {"mode": "lost"}}})
+    ctx.delete_pods(PLUGIN_DS)
+    ctx.delete_pods(GFD_DS)
+    ctx.wait("GFD failing on the lost GPU", lambda: _crash_looping(GFD_DS)(ctx))
+
+
+FAULTS: dict[str, Callable[[Ctx], None]] = {
+    "device-plugin-daemonset-deleted": delete_plugin_daemonset,
+    "device-plugin-crashloop": plugin_rejects_its_flags,
+    "device-plugin-socket-removed": plugin_socket_removed,
+    "kubelet-socket-removed": kubelet_socket_removed,
+    "sharing-config-rejected": sharing_config_rejected,
+    "gfd-stopped-labels-stale": gfd_stopped_labels_stale,
+    "cdi-spec-removed": cdi_spec_removed,
+    "mock-nvml-gpu-lost": gpu_lost,
+}
+
+
+def restore(ctx: Ctx) -> float:
+    """Undo any fault above; the seconds it took. The node is as ``up`` left it after this:
+    the chart at the node's own values, rolled out, its GPUs advertised, GFD's labels on."""
+    t0 = time.monotonic()
+    gpu.write_mock_overrides(Path(ctx.state.gpu["driver_root"]), None)
+    if not KUBELET_SOCKET.exists():  # only the kubelet makes it, when it starts
+        lifecycle.restart_kubelet(ctx.name, progress=lambda _m: None)
+    ctx.delete_pods(PLUGIN_DS)  # a fresh plugin writes its CDI spec and socket again
+    ctx.delete_pods(GFD_DS)
+    lifecycle.reconfigure(ctx.name, chart_values={}, progress=lambda _m: None)
+    return time.monotonic() - t0
