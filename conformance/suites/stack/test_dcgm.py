@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.checks import accelerator_metrics as am
 from conformance.cluster import evidence as ev
 from conformance.nvidia import labels as L
+from conformance.plugin.api import not_applicable
 
 SERVICE = "nvidia-dcgm-exporter"
 PORT = "gpu-metrics"
@@ -41,19 +42,24 @@ def gpus_by_metric(text: str) -> dict[str, set[str]]:
     return out
 
 
-def scrape(cluster, ns: str) -> str:
-    """The exporter's /metrics through the API server's service proxy (a failure fails)."""
+def scrape(cluster, ns: str, gpu_stack) -> str:
+    """The exporter's /metrics through the API server's service proxy (a failure fails;
+    not-applicable where no operator deploys an exporter and there is no such Service)."""
     try:
         return cluster.core.connect_get_namespaced_service_proxy_with_path(
             f"{SERVICE}:{PORT}", ns, "metrics")
     except ApiException as exc:
+        if exc.status == 404 and not gpu_stack.operator_installed:
+            not_applicable(f"no DCGM exporter: no GPU Operator deploys one and there is no "
+                           f"{ns}/{SERVICE} Service (the stack is {gpu_stack.shape})")
         pytest.fail(f"cannot read {ns}/{SERVICE}:{PORT}/metrics through the API server: "
                     f"{exc.status} {exc.reason}")
 
 
 @pytest.mark.requirement("STACK-DCGM-002")
-def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, require_gpu_nodes, evidence):
-    text = scrape(cluster, gpu_env.options.operator_namespace)
+def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, gpu_stack, require_gpu_nodes,
+                                        evidence):
+    text = scrape(cluster, gpu_env.options.operator_namespace, gpu_stack)
     evidence.append(ev.Evidence("dcgm-metrics.txt", text[:50_000]))
     expected = sum(n.int_label(L.COUNT) or 0 for n in require_gpu_nodes)
     seen = gpus_by_metric(text)
@@ -65,8 +71,9 @@ def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, require_gpu_nodes, evi
 
 
 @pytest.mark.requirement("STACK-DCGM-003")
-def test_per_accelerator_utilization_and_memory(cluster, gpu_env, require_gpu_nodes, evidence):
-    text = scrape(cluster, gpu_env.options.operator_namespace)
+def test_per_accelerator_utilization_and_memory(cluster, gpu_env, gpu_stack, require_gpu_nodes,
+                                                evidence):
+    text = scrape(cluster, gpu_env.options.operator_namespace, gpu_stack)
     report = am.check(text)
     evidence.append(ev.Evidence("accelerator-metrics.json", json.dumps(report.as_dict(),
                                                                       indent=2),
