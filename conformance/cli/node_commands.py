@@ -14,6 +14,7 @@ def cmd_up(args) -> int:
 
     state = lifecycle.up(args.name, gpu_profile=args.gpu_profile, driver_root=args.driver_root,
                          dev_root=args.dev_root, nvidia_src=args.nvidia_src,
+                         gpu_injection=args.gpu_injection,
                          chart_values=chart.load_values(args.chart_values), progress=say)
     print(f"export KUBECONFIG={state.kubeconfig}")
     return EXIT_OK
@@ -88,6 +89,10 @@ def register(sub) -> None:
                          "(e.g. /)")
     _nvidia_src(up)
     _chart_values(up)
+    up.add_argument("--gpu-injection", choices=("cdi", "runtime"), default="cdi",
+                    help="how pods get their GPUs: cdi (the plugin's CDI spec, plain runc; "
+                         "default) or runtime (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA "
+                         "runtime as containerd's default, as the GPU Operator sets it up)")
     up.set_defaults(func=cmd_up)
     rc = nsub.add_parser("reconfigure", help="helm upgrade the node's device plugin chart with "
                          "new values (e.g. time-slicing) and wait for the rollout")

@@ -31,6 +31,7 @@ NAMESPACE = "nvidia-device-plugin"
 CHART_NAME = "nvidia-device-plugin"
 INSTALL_TIMEOUT_S = 120.0
 NFD_SUBCHART = "node-feature-discovery"
+RUNTIME_INJECTION = "runtime"  # up(gpu_injection=...): the other is "cdi"
 NVIDIA_SRC_ENV = "NVIDIA_SRC"  # --nvidia-src's default (the project's CI sets it)
 
 
@@ -90,7 +91,11 @@ def values(*, gpu: dict, nvidia_ctk: Path, nfd_version: str, node_label: str) ->
     """Chart values for this node (see the module docstring for why each is set)."""
     return {
         "runtimeClassName": RUNTIME_CLASS,
-        "deviceListStrategy": "cdi-cri",  # pods get GPUs through CDI, from the plugin's own spec
+        # pods get GPUs through CDI from the plugin's own spec; or (injection "runtime", as
+        # the GPU Operator's toolkit sets a node up) the plugin names them in
+        # NVIDIA_VISIBLE_DEVICES and the NVIDIA runtime, containerd's default, injects them
+        "deviceListStrategy": "envvar" if gpu.get("injection") == RUNTIME_INJECTION
+        else "cdi-cri",
         "failOnInitError": True,
         "nvidiaDriverRoot": gpu["driver_root"],
         "nvidiaDevRoot": gpu["dev_root"],

@@ -88,7 +88,8 @@ def _toml_str(value: str) -> str:
 
 
 def containerd_toml(p: Paths, *, runc: Path, nvidia_runtime: Path | None, cni_bin: Path,
-                    snapshotter: str, restrict_oom_score_adj: bool) -> str:
+                    snapshotter: str, restrict_oom_score_adj: bool,
+                    default_runtime: str = "runc") -> str:
     """containerd 2.4, config version 3 (it reads 3; its own is 4). CDI is always on in 2.x."""
     q = _toml_str
     runtimes = f"""
@@ -137,7 +138,7 @@ disabled_plugins = ['io.containerd.nri.v1.nri']
     restrict_oom_score_adj = {str(restrict_oom_score_adj).lower()}
     netns_mounts_under_state_dir = true
     [plugins.'io.containerd.cri.v1.runtime'.containerd]
-      default_runtime_name = 'runc'
+      default_runtime_name = '{default_runtime}'
 {runtimes}
     [plugins.'io.containerd.cri.v1.runtime'.cni]
       bin_dirs = [{q(str(cni_bin))}]

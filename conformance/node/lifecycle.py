@@ -46,6 +46,7 @@ DEFAULT_GPU_PROFILE = "8xH100"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # the chart's affinity accepts it for any GPU host
 GPU_SOURCE_ANNOTATION = "node.gpuconf.io/gpu-source"  # "mock-nvml 8xH100" or "driver"
 MOCK_NVML = gpu.MOCK_NVML
+GPU_INJECTIONS = ("cdi", chartmod.RUNTIME_INJECTION)
 # Waits. Measured here (2 cores): containerd answers in < 1 s, the node is Ready ~10 s after
 # the kubelet starts, the chart's DaemonSets roll out in ~20 s. The limits leave room on a
 # loaded CI machine without hiding a hang.
@@ -63,14 +64,20 @@ Progress = Callable[[str], None]
 # ---- public API -----------------------------------------------------------------------------
 def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: str | None = None,
        dev_root: str | None = None, nvidia_src: str | None = None,
-       chart_values: dict | None = None, progress: Progress = print) -> NodeState:
+       chart_values: dict | None = None, gpu_injection: str = "cdi",
+       progress: Progress = print) -> NodeState:
     """Bring the node up (see the module docstring); raises UsageError for bad input or a host
     that cannot run a node (before anything starts), ComponentFailed / NotConverged when a
     component does not come up (after removing what was created).
 
     ``chart_values`` are merged over the node's own chart values (e.g. a time-slicing
-    ``config.map``, which the image's config-manager applies as upstream's does)."""
+    ``config.map``, which the image's config-manager applies as upstream's does).
+    ``gpu_injection``: "cdi" (pods get their GPUs from the plugin's CDI spec, plain runc) or
+    "runtime" (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA runtime as containerd's
+    default, as the GPU Operator sets a node up)."""
     t_start = time.monotonic()
+    if gpu_injection not in GPU_INJECTIONS:
+        raise UsageError(f"GPU injection {gpu_injection!r}: one of {', '.join(GPU_INJECTIONS)}")
     plane = ControlPlane(name)  # validates the name
     chart, nb, profile = check_inputs(gpu_profile=gpu_profile, driver_root=driver_root,
                                       dev_root=dev_root, nvidia_src=nvidia_src)
@@ -134,7 +141,7 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     try:
         cp_state = _start_with_control_plane(
             plane, progress,
-            lambda: _node_side(state, f, nb, profile,
+            lambda: _node_side(state, f, nb, profile, gpu_injection,
                                driver_root, dev_root, progress, mark))
         mark("control_plane_ready")
         _join(state, cp_state, nb, progress)
@@ -303,10 +310,12 @@ def _start_with_control_plane(plane: ControlPlane, progress: Progress,
 
 
 def _node_side(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
-               profile: gpu.Profile | None, driver_root: str | None, dev_root: str | None,
-               progress: Progress, mark: Callable[[str], None]) -> None:
+               profile: gpu.Profile | None, injection: str, driver_root: str | None,
+               dev_root: str | None, progress: Progress, mark: Callable[[str], None]) -> None:
     _host_setup(state, f, progress)
     _gpu_setup(state, nb, profile, driver_root, dev_root, progress)
+    state.gpu["injection"] = injection
+    state.save()
     mark("gpu_cdi")
     _start_containerd(state, f, nb, progress)
     mark("containerd_ready")
@@ -368,7 +377,9 @@ def _start_containerd(state: NodeState, f: host.HostFacts, nb: binaries.NodeBina
         configs.nvidia_runtime_toml(p, runc=nb.runc, nvidia_ctk=nb.nvidia_ctk))
     p.containerd_config.write_text(configs.containerd_toml(
         p, runc=nb.runc, nvidia_runtime=nb.nvidia_container_runtime, cni_bin=nb.cni_dir,
-        snapshotter=snapshotter, restrict_oom_score_adj=not f.cap_sys_resource))
+        snapshotter=snapshotter, restrict_oom_score_adj=not f.cap_sys_resource,
+        default_runtime=configs.RUNTIME_CLASS
+        if state.gpu.get("injection") == chartmod.RUNTIME_INJECTION else "runc"))
     p.resolv_conf.write_text("")  # pods resolve nothing: there is no cluster DNS
     env = {"PATH": f"{nb.containerd.parent}:{nb.runc.parent}:{os.environ.get('PATH', '')}",
            "NVIDIA_CTK_CONFIG_FILE_PATH": str(p.nvidia_runtime_config)}

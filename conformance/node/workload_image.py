@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from conformance.build import binaries
 from conformance.common.errors import UsageError
 from conformance.node import images
 from conformance.node.images import Entry, Image
@@ -139,7 +140,7 @@ def _is_library(path: str) -> bool:
     return ".so" in name and not name.endswith(".py")
 
 
-def image_entries(doc: dict) -> list[Entry]:
+def image_entries(doc: dict, busybox: Path) -> list[Entry]:
     """The files of the image: the interpreter and its libraries, the standard library, the
     distributions' Python files and extension modules, the shared libraries loaded by the
     probe (not the driver's) and what those need."""
@@ -179,6 +180,8 @@ def image_entries(doc: dict) -> list[Entry]:
     if extra and doc.get("base_site"):
         entries.append(Entry(f"{doc['base_site']}/gpuconf-workload-image.pth",
                              data="".join(f"{p}\n" for p in extra).encode(), mode=0o644))
+    # a shell for the suites' scripts (``sh -c "nvidia-smi -L ..."``): the node's static busybox
+    entries += images.busybox_entries(busybox)
     for name in {exe.name, "python3", "python"}:  # the names pods run it by
         link = f"/usr/bin/{name}"
         if link != str(real_exe):
@@ -197,9 +200,15 @@ def workload_image(python: str = "python3", *, tag: str | None = None,
                          f"({doc['gpu_error']}): build the image on the GPU host")
     version = doc["versions"].get("cupy")
     ref = tag or f"{REPOSITORY}:py{doc['version']}" + (f"-cupy{version}" if version else "")
-    return Image([ref], image_entries(doc), cmd=[str(Path(doc["executable"]))],
-                 env={"PYTHONDONTWRITEBYTECODE": "1", "CUPY_CACHE_DIR": "/tmp/cupy-cache",
-                      "HOME": "/tmp"}), doc
+    busybox = binaries.locate_node().busybox
+    if not busybox.is_file():
+        raise UsageError(f"busybox missing under {binaries.cache_dir() / 'bin'}: run "
+                         "`make setup` (the image's shell)")
+    # CDI mounts the driver's binaries (nvidia-smi) where the driver root has them
+    path = f"{images.PATH_ENV}:/usr/local/nvidia/bin"
+    return Image([ref], image_entries(doc, busybox), cmd=[str(Path(doc["executable"]))],
+                 env={"PATH": path, "PYTHONDONTWRITEBYTECODE": "1",
+                      "CUPY_CACHE_DIR": "/tmp/cupy-cache", "HOME": "/tmp"}), doc
 
 
 def build_and_import(name: str, *, python: str = "python3", tag: str | None = None,

@@ -1,0 +1,210 @@
+#!/usr/bin/env bash
+# The real node on the workplace's H200 machine (the device tool), issue 16, in as few calls as
+# the 64 MiB a call carries allow. The control plane, the node and the NVIDIA parts are ~750 MB
+# of binaries: two solid xz archives (ci/device/stage-node.sh makes them) of < 45 MiB each.
+#
+#   stage   call 1: unpack .stage/stage1.tar.xz into the binary cache, install the Python
+#           wheels (.whl) into /tmp/site, write a manifest (what stage 1 left, with checksums)
+#   run     call 2 (at once: the machine stays ~30 s): verify what stage 1 left (one line
+#           saying it is gone otherwise), unpack stage 2, bring the node up on the real driver
+#           (/usr/local/nvidia, devices in /), build the CuPy workload image from this host's
+#           python3 and import it, run stack, scheduling, sharing and operations against it
+#   sliced  call 3: time-sliced pods (replicas 8): N pods x membw / fp32 / gemm together, the
+#           same copies as processes, memory and fault isolation between pods
+#
+# Each call writes at most 8 files into $OUT as it goes (a later failing step keeps what the
+# earlier ones wrote). The node is left up between calls (its processes have sessions of their
+# own); `run` and `sliced` bring it up when it is gone. Never touches the GPU's clocks, power
+# limit, compute mode, MIG layout or persistence; never resets it.
+#
+# A dry run without a GPU (the mock NVML laid out as the H200's driver and dev roots, CuPy's CPU
+# stand-in): ci/device/dry-run-node.sh
+set -uo pipefail
+MODE=${1:?usage: h200-node.sh stage|run|sliced}
+OUT=${OUT:-/tmp/gpuconf-node-out}
+DATE=${DATE:-2026-12-03}
+NAME=${NODE_NAME:-h200}
+DRIVER_ROOT=${DRIVER_ROOT:-/usr/local/nvidia}
+DEV_ROOT=${DEV_ROOT:-/}
+BUDGET_S=${BUDGET_S:-570}  # the whole call (the tool's limit is 600 s)
+PY=${PYTHON:-python3}
+SITE=${SITE:-/tmp/site}
+CACHE=${GPUCONF_CACHE:-$HOME/.cache/gpu-conformance}
+STAGE=.stage
+WHEELS=${WHEELS:-.whl}  # cp312 wheels of what the machine's python3 lacks (README: Notes)
+mkdir -p "$OUT"
+cd "$(dirname "$0")/../.."
+export PYTHONUNBUFFERED=1 PYTHONPATH="${EXTRA_PYTHONPATH:+$EXTRA_PYTHONPATH:}$SITE:$PWD"
+export GPUCONF_CACHE="$CACHE"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+LOG="$OUT/console-$MODE.txt"
+exec > >(tee -a "$LOG") 2>&1
+START=$SECONDS
+left() { echo $((BUDGET_S - (SECONDS - START))); }
+say() { echo "[h200-node $(date +%H:%M:%S) +$((SECONDS - START))s] $*"; }
+gpuconf() { "$PY" -m conformance.cli "$@"; }
+KUBECONFIG_NODE="$CACHE/clusters/$NAME/kubeconfig"
+
+unpack() {  # unpack ARCHIVE: into the cache's bin folder, and a manifest of what it holds
+  local archive=$1 name
+  name=$(basename "$archive" .tar.xz)
+  mkdir -p "$CACHE/bin"
+  unxz "$archive" | tar -xv -C "$CACHE/bin" | grep -v '/$' | sort > "$CACHE/bin/.$name.files"
+  (( PIPESTATUS[0] == 0 && PIPESTATUS[1] == 0 )) || return 1
+  (cd "$CACHE/bin" && xargs -a ".$name.files" sha256sum > ".$name.sha256")
+  say "$name: $(wc -l < "$CACHE/bin/.$name.files") files unpacked into $CACHE/bin"
+}
+
+unxz() {  # unxz FILE: to stdout, with xz or, where it is missing, Python's lzma
+  if command -v xz >/dev/null 2>&1; then xz -dc "$1"
+  else "$PY" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer, 1 << 20)' "$1"
+  fi
+}
+
+stage_left() {  # stage_left NAME: 0 when the stage's files are all there, unchanged
+  [[ -f "$CACHE/bin/.$1.sha256" ]] && (cd "$CACHE/bin" && sha256sum -c --quiet ".$1.sha256")
+}
+
+install_site() {  # the wheels this image lacks, and the project's pytest entry point
+  if [[ -f "$SITE/.installed" ]]; then return 0; fi
+  mkdir -p "$SITE"
+  if compgen -G "$WHEELS/*.whl" >/dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target "$SITE" "$WHEELS"/*.whl || return 1
+  fi
+  if "$PY" -c 'import importlib.metadata as m; m.distribution("gpu-conformance")' 2>/dev/null
+  then touch "$SITE/.installed"; return 0; fi  # installed already (a dry run's venv)
+  # the pytest11 entry point without building the package (this machine has no network)
+  local dist="$SITE/gpu_conformance-0.1.0.dist-info"
+  mkdir -p "$dist"
+  printf 'Metadata-Version: 2.1\nName: gpu-conformance\nVersion: 0.1.0\n' > "$dist/METADATA"
+  printf '[pytest11]\ngpu_conformance = conformance.plugin.hooks\n' > "$dist/entry_points.txt"
+  touch "$SITE/.installed"
+}
+
+node_running() {
+  gpuconf node status --name "$NAME" --json 2>/dev/null \
+    | "$PY" -c 'import json, sys; sys.exit(0 if json.load(sys.stdin).get("running") else 1)'
+}
+
+node_up() {  # the node on the real driver, unless it is up already
+  if node_running; then
+    say "node $NAME is up (left by the previous call)"
+    return 0
+  fi
+  say "bringing the node up on the driver in $DRIVER_ROOT (devices in $DEV_ROOT/dev)"
+  timeout 240 "$PY" -m conformance.cli node up --name "$NAME" --driver-root "$DRIVER_ROOT" \
+    --dev-root "$DEV_ROOT" --nvidia-src "$STAGE/src" --gpu-injection "${GPU_INJECTION:-cdi}" \
+    ${CHART_VALUES:+--chart-values "$CHART_VALUES"}
+}
+
+save_node_logs() {  # the node's logs, one file (on failure)
+  local logs="$CACHE/nodes/$NAME/logs"
+  [[ -d "$logs" ]] && tail -n 40 "$logs"/*.log > "$OUT/node-logs-$MODE.txt" 2>/dev/null
+}
+
+workload_image() {
+  local ref_file=/tmp/gpuconf-workload-image.ref
+  if [[ -s $ref_file ]] && gpuconf node status --name "$NAME" --json | grep -q "$(cat $ref_file)"; then
+    cat $ref_file; return 0
+  fi
+  timeout 300 "$PY" -m conformance.cli node workload-image --name "$NAME" --python "$PY" \
+    ${WORKLOAD_ARGS:-} | tail -n 1 > $ref_file || return 1
+  cat $ref_file
+}
+
+gpu_pod_sees_a_device() {  # a one-GPU pod of IMAGE lists a /dev/nvidiaN: 0, else 1
+  "$PY" - "$KUBECONFIG_NODE" "$1" <<'EOF'
+import sys
+from conformance.cluster import namespaces, workloads
+from conformance.cluster.client import connect
+from conformance.cluster.pods import PodSpec
+c = connect(sys.argv[1])
+ns = namespaces.create_namespace(c, "gpu-probe", "h200-node")
+try:
+    r = workloads.run(c, ns, PodSpec("probe", gpus=1, image=sys.argv[2], command=[
+        "python3", "-c", "import os; print(sorted(os.listdir('/dev')))"]), "h200-node",
+        timeout=120)
+    print(f"GPU probe pod: {r.phase} {r.diagnosis or ''} {r.logs.strip()[:300]}")
+    sys.exit(0 if r.phase == "Succeeded" and "nvidia0" in r.logs else 1)
+finally:
+    namespaces.delete_namespace(c, ns)
+EOF
+}
+
+fingerprint() {
+  { nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,compute_mode,mig.mode.current \
+      --format=csv 2>&1 || true
+    "$PY" -c 'import cupy; print("cupy", cupy.__version__)' 2>&1 || true
+    uname -r; stat -fc %T /sys/fs/cgroup; } | sed 's/^/  /'
+}
+
+case $MODE in
+stage)
+  say "stage 1: $(ls -la $STAGE/*.tar.xz 2>/dev/null | awk '{print $5, $9}' | tr '\n' ' ')"
+  fingerprint
+  unpack "$STAGE/stage1.tar.xz" || { say "stage 1 did not unpack"; exit 1; }
+  install_site || { say "the wheels did not install"; exit 1; }
+  ls -la "$CACHE/bin" > "$OUT/stage1-left.txt"
+  say "stage 1 done: call 'run' now (the machine stays warm ~30 s)"
+  ;;
+run)
+  if ! stage_left stage1; then
+    say "stage 1 is gone (a fresh machine: the previous call's was given back): run 'stage' again, then 'run' at once"
+    exit 2
+  fi
+  install_site || { say "the wheels did not install"; exit 1; }
+  stage_left stage2 || unpack "$STAGE/stage2.tar.xz" || { say "stage 2 did not unpack"; exit 1; }
+  fingerprint
+  node_up || { say "node up failed"; save_node_logs; exit 1; }
+  gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
+  ref=$(workload_image) || { say "the workload image was not built"; save_node_logs; }
+  say "workload image: ${ref:-none}"
+  if [[ -n ${ref:-} ]] && ! gpu_pod_sees_a_device "$ref"; then
+    # the plugin's own CDI spec did not give the pod its GPU: the GPU Operator's way instead
+    say "a GPU pod got no device through the plugin's CDI spec: node up again with --gpu-injection runtime"
+    save_node_logs
+    gpuconf node down --name "$NAME"
+    GPU_INJECTION=runtime node_up || { say "node up (runtime injection) failed"; save_node_logs; exit 1; }
+    rm -f /tmp/gpuconf-workload-image.ref
+    ref=$(workload_image) && gpu_pod_sees_a_device "$ref" || say "still no device in a GPU pod"
+  fi
+  img=()
+  [[ -n ${ref:-} ]] && img=(--workload-image "$ref" --cuda-image "$ref")
+  rm -rf /tmp/gpuconf-results
+  timeout "$(( $(left) - 20 ))" "$PY" -m conformance.cli run --target node \
+    --kubeconfig "$KUBECONFIG_NODE" --suite stack --suite scheduling --suite sharing \
+    --suite operations "${img[@]}" --burn-seconds "${BURN_S:-10}" --results /tmp/gpuconf-results
+  say "suites: exit $?"
+  cp /tmp/gpuconf-results/results.json "$OUT/results.json" 2>/dev/null
+  cp /tmp/gpuconf-results/report/report.md "$OUT/report.md" 2>/dev/null
+  (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence.tgz" evidence 2>/dev/null)
+  gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
+  say "run done in $((SECONDS - START)) s"
+  ;;
+sliced)
+  stage_left stage1 && stage_left stage2 || { say "the binaries are gone: stage, then run"; exit 2; }
+  install_site
+  node_up || { say "node up failed"; save_node_logs; exit 1; }
+  ref=$(workload_image) || { say "no workload image"; exit 1; }
+  printf 'config:\n  default: default\n  map:\n    default: |\n      version: v1\n      sharing:\n        timeSlicing:\n          resources:\n          - name: nvidia.com/gpu\n            replicas: 8\n' > /tmp/ts8.yaml
+  timeout 120 "$PY" -m conformance.cli node reconfigure --name "$NAME" --chart-values /tmp/ts8.yaml \
+    || { say "time-slicing 8 not applied"; save_node_logs; exit 1; }
+  for kernel in ${SLICED_KERNELS:-membw fp32 gemm}; do
+    (( $(left) > 90 )) || { say "out of time before $kernel"; break; }
+    timeout "$(( $(left) - 30 ))" "$PY" -m conformance.run.sliced_pods \
+      --kubeconfig "$KUBECONFIG_NODE" --image "$ref" --kernel "$kernel" \
+      --pods "${SLICED_PODS:-1,2,4,8}" --seconds "${SLICED_SECONDS:-5}" --processes \
+      > "$OUT/h200-node-sliced-$kernel-$DATE.json"
+    say "sliced $kernel: exit $?"
+  done
+  if (( $(left) > 150 )); then
+    timeout "$(( $(left) - 20 ))" "$PY" -m conformance.run.sliced_pods \
+      --kubeconfig "$KUBECONFIG_NODE" --image "$ref" --isolation \
+      > "$OUT/h200-node-isolation-$DATE.json"
+    say "isolation: exit $?"
+  fi
+  say "sliced done in $((SECONDS - START)) s"
+  ;;
+*) echo "usage: h200-node.sh stage|run|sliced" >&2; exit 2 ;;
+esac
