@@ -498,7 +498,8 @@ def _join(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries,
     progress(f"relaying the kubernetes Service ({KUBERNETES_SERVICE_IP}:443) to the API server")
     relay = procs.start(state, "relay", [
         sys.executable, "-m", "conformance.node.relay", f"{KUBERNETES_SERVICE_IP}:443",
-        f"127.0.0.1:{cp.ports['kube-apiserver']}"], env={"PYTHONPATH": str(PACKAGE_ROOT)})
+        f"127.0.0.1:{cp.ports['kube-apiserver']}"], env={"PYTHONPATH": os.pathsep.join(
+            p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)})
     procs.wait_until("relay", relay, state.logs / "relay.log",
                      lambda: _accepts(KUBERNETES_SERVICE_IP, 443),
                      timeout=10, progress=progress, what="listening")
