@@ -149,8 +149,6 @@ def plan_nodes(state: SimState, source: ConfigSource | None,
                            "type": "kwok", STANDIN_LABEL: "true"}
             node_labels.update(gfd.node_labels(node_group, index, operator=operator)
                                if is_gpu else {})
-            if is_gpu and gpucluster.wanted(profile):
-                node_labels.update(gpucluster.STATE_LABELS)
             resources = gfd.advertised_resources(node_group)
             taints = [t.as_dict() for t in group.taints]
             allocatable = None
