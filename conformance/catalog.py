@@ -321,8 +321,8 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     _r("DRA-OP-001", "The GPU Operator's GPUCluster is ready and its operands (DRA kubelet "
        "plugin, controller, DCGM, exporter, validator) run on every node it serves", "dra",
        "operator", "GPU Operator GPUCluster (tech preview): the operand named, its "
-       "DaemonSet's node selector or the operator's log", targets=("existing", "kind", "node"),
-       severity="critical", cncf=("driver_runtime_management", "robust_controller")),
+       "DaemonSet's node selector or the operator's log", severity="critical",
+       cncf=("driver_runtime_management", "robust_controller")),
 )
 
 BY_ID: dict[str, Requirement] = {r.id: r for r in REQUIREMENTS}

@@ -7,13 +7,16 @@ counted, so a run can report how many API requests it made (the 500-node scale c
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import urllib3
 from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
 from kubernetes.config.config_exception import ConfigException
 
 from conformance.common import yamlfile
@@ -190,3 +193,14 @@ def check_reachable(cluster: Cluster, timeout_s: float = 10.0) -> str:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:200] if text else type(exc).__name__
+
+
+@contextlib.contextmanager
+def already_done(*statuses: int) -> Iterator[None]:
+    """Around a write whose refusal with one of ``statuses`` means what it wanted is already
+    so: 404 on a delete (already gone), 409 on a create (already there)."""
+    try:
+        yield
+    except ApiException as exc:
+        if exc.status not in statuses:
+            raise

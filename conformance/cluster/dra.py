@@ -144,7 +144,7 @@ def read_view(cluster: Cluster, *, gpucluster: bool = True) -> DraView:
                                                  field_selector=f"spec.driver={dra.DRIVER}"),
             [])]
     plugin_pods = read("list pods", lambda: read_plugin_pods(cluster), [])
-    found, crd = (read("list gpuclusters", lambda: _gpucluster(cluster), (None, False))
+    found, crd = (read("list gpuclusters", lambda: read_gpucluster(cluster), (None, False))
                   if gpucluster else (None, False))
     return DraView(versions, gates, note, classes, slices, plugin_pods, found, crd, unreadable)
 
@@ -207,7 +207,8 @@ def read_plugin_pods(cluster: Cluster) -> list[rules.PluginPod]:
     return out
 
 
-def _gpucluster(cluster: Cluster) -> tuple[dict | None, bool]:
+def read_gpucluster(cluster: Cluster) -> tuple[dict | None, bool]:
+    """(the GPU Operator's GPUCluster or None, whether its CRD is served)."""
     try:
         items = cluster.custom.list_cluster_custom_object(*dra.GPUCLUSTER_API).get("items", [])
     except ApiException as exc:

@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.checks import gpu_nodes
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.checks.rollout import OperatorView
+from conformance.cluster import dra as cluster_dra
 from conformance.cluster.client import Cluster
 from conformance.cluster.pods import UNFINISHED
 from conformance.nvidia import clusterpolicy, gfd_contract, operands
@@ -71,12 +72,20 @@ class GpuStack:
     policy_crd: bool
     components: dict[str, list[Component]] = field(default_factory=dict)
     operator_view: OperatorView | None = None
+    # The GPUCluster (nvidia.com/v1alpha1) when the operator runs the DRA stack instead of a
+    # ClusterPolicy (the two exclude each other in v26.7.0); None also where it cannot be read.
+    gpucluster: dict | None = None
 
     @property
     def operator_installed(self) -> bool:
         """The GPU Operator runs or is meant to: its Deployment or a ClusterPolicy exists (its
         CRD alone is what ``helm uninstall`` leaves behind)."""
         return bool(self.operator_deployments or self.policy)
+
+    @property
+    def runs_gpucluster(self) -> bool:
+        """The operator runs the DRA stack (a GPUCluster), not the ClusterPolicy's operands."""
+        return self.policy is None and self.gpucluster is not None
 
     @property
     def shape(self) -> str:
@@ -127,6 +136,12 @@ def read_gpu_stack(cluster: Cluster, operator_namespace: str) -> GpuStack:
         label_selector=L.OPERATOR_SELECTOR).items
     policy, crd = _cluster_policy(cluster)
     stack = GpuStack(operator_namespace, deployments, policy, crd)
+    if policy is None:
+        try:
+            stack.gpucluster = cluster_dra.read_gpucluster(cluster)[0]
+        except ApiException as exc:
+            if exc.status != 403:  # not granted: the DRA suite says so, this view goes without
+                raise
     if stack.operator_installed:
         view = read_operator_view(cluster, operator_namespace)
         stack.operator_view = view

@@ -8,7 +8,9 @@ against what is written here (KWOK runs no kubelet plugin: nothing is prepared o
   vfio; compute domains off), ``extendedResourceName: nvidia.com/gpu`` on ``gpu.nvidia.com``;
 - the chart's kubelet plugin DaemonSet (namespace ``nvidia-dra-driver-gpu``), scheduled by the
   chart value ``kubeletPlugin.nodeSelector`` onto nodes labelled
-  ``nvidia.com/gpu.deploy.dra-driver=true``: the nodes of the profile's DRA groups;
+  ``nvidia.com/gpu.deploy.dra-driver=true``: the nodes of the profile's DRA groups; on a
+  ``gpu-cluster`` profile the GPU Operator's GPUCluster runs it instead, as its
+  ``nvidia-dra-driver-kubelet-plugin`` operand in the operator's namespace (``gpucluster.py``);
 - one ResourceSlice pool per node the plugin is scheduled on, with the v0.4.1 attribute set of
   ``cmd/gpu-kubelet-plugin/{deviceinfo,mig}.go``: ``gpu-<minor>`` per GPU, or per static MIG
   device ``gpu-<minor>-mig-<profile>-<profileId>-<placement>``; versions semver-normalised as
@@ -22,7 +24,6 @@ stand-in's controller loop.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import dataclasses
 import hashlib
@@ -30,12 +31,12 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster import namespaces
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, already_done
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import dra, operands
@@ -61,7 +62,7 @@ LOOP_PERIOD_S = 5.0  # the loop ticks every second; listing 500 slices every 5 s
 
 FAULT_NAMES = ("dra-pool-incomplete", "dra-version-not-semver", "dra-attributes-disagree",
                "dra-stale-pool", "dra-mig-parent-offered", "dra-class-selector-wrong",
-               "dra-both-paths", "dra-sharing-config-invalid")
+               "dra-both-paths", "dra-sharing-config-invalid", "dra-gpucluster-operand-down")
 WRONG_SELECTOR = ("device.driver == 'gpu.nvidia.com' && "
                   "device.attributes['gpu.nvidia.com'].type == 'GPU'")  # matches no device
 # What the attributes-disagree fault publishes: another generation's name and capability.
@@ -217,19 +218,51 @@ def device_classes(faults: list[str]) -> list[dict]:
     return out
 
 
-def plugin_daemonset() -> dict:
-    selector = {"app.kubernetes.io/name": CHART_NAME, COMPONENT_LABEL: "kubelet-plugin"}
-    labels = {**selector, "app.kubernetes.io/instance": RELEASE, OWNER_LABEL: "true"}
+@dataclasses.dataclass(frozen=True)
+class PluginLayout:
+    """Where the kubelet plugin DaemonSet lives and how it labels its pods: the chart's
+    (templates/kubeletplugin.yaml) or the GPUCluster's (gpu-operator
+    manifests/state-dra-driver/0500_daemonset.yaml)."""
+
+    namespace: str
+    name: str
+    selector: Mapping[str, str]
+    labels: Mapping[str, str]  # on the DaemonSet and its pods, besides the selector
+
+
+CHART_PLUGIN = PluginLayout(
+    NAMESPACE, PLUGIN_DS, {"app.kubernetes.io/name": CHART_NAME, COMPONENT_LABEL: "kubelet-plugin"},
+    {"app.kubernetes.io/instance": RELEASE, "helm.sh/chart": f"{CHART_NAME}-{CHART_VERSION}",
+     "app.kubernetes.io/version": CHART_VERSION})
+
+
+def gpucluster_plugin(namespace: str) -> PluginLayout:
+    op = dra.GPUCLUSTER_OPERANDS[0]  # dra-kubelet-plugin
+    return PluginLayout(namespace, op.name, {"app": op.app},
+                        {"app.kubernetes.io/name": "nvidia-dra-driver",
+                         "app.kubernetes.io/component": op.name})
+
+
+def plugin_layout(state) -> PluginLayout:
+    """The kubelet plugin of ``state``'s stack."""
+    if state.resolve_profile().stack == "gpu-cluster":
+        return gpucluster_plugin(state.operator_namespace)
+    return CHART_PLUGIN
+
+
+def plugin_daemonset(layout: PluginLayout = CHART_PLUGIN) -> dict:
+    pod_labels = {**layout.selector, **layout.labels, OWNER_LABEL: "true"}
+    pod_labels.pop("helm.sh/chart", None)
+    pod_labels.pop("app.kubernetes.io/version", None)
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",
-        "metadata": {"name": PLUGIN_DS, "namespace": NAMESPACE,
-                     "labels": {**labels, "helm.sh/chart": f"{CHART_NAME}-{CHART_VERSION}",
-                                "app.kubernetes.io/version": CHART_VERSION}},
+        "metadata": {"name": layout.name, "namespace": layout.namespace,
+                     "labels": {**layout.selector, **layout.labels, OWNER_LABEL: "true"}},
         "spec": {
-            "selector": {"matchLabels": selector},
+            "selector": {"matchLabels": dict(layout.selector)},
             "updateStrategy": {"type": "RollingUpdate",
                                "rollingUpdate": {"maxUnavailable": "100%"}},
-            "template": {"metadata": {"labels": labels}, "spec": {
+            "template": {"metadata": {"labels": pod_labels}, "spec": {
                 "nodeSelector": {dra.DEPLOY_DRA_DRIVER: "true"},
                 "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
                 "priorityClassName": "system-node-critical",
@@ -279,15 +312,20 @@ def reconcile(cluster: Cluster, state, progress: Progress = lambda _m: None) -> 
     if not wanted(profile):
         _remove(cluster)
         return
+    layout = plugin_layout(state)
     progress("playing the NVIDIA DRA driver (DeviceClasses, kubelet plugin, ResourceSlices)")
-    _ensure_namespace(cluster, NAMESPACE)
+    if layout is CHART_PLUGIN:
+        _ensure_namespace(cluster, NAMESPACE)
+    else:  # the GPUCluster's operand: the chart's install goes, the operator's namespace stays
+        _remove_chart_plugin(cluster)
+        _ensure_namespace(cluster, layout.namespace, owner=False)
     for body in device_classes(faults):
         _apply_cluster_object(cluster, "deviceclasses", body)
     _label_nodes(cluster, {n for _g, n, _f in dra_nodes(profile, faults)})
-    _create_or_replace_daemonset(cluster, plugin_daemonset())
-    _sync_slices(cluster, profile, faults)
+    _create_or_replace_daemonset(cluster, plugin_daemonset(layout))
+    _sync_slices(cluster, profile, faults, layout)
     _ensure_sharing_template(cluster, "dra-sharing-config-invalid" in faults)
-    _wait_plugin(cluster, profile, faults, progress)
+    _wait_plugin(cluster, profile, faults, layout, progress)
 
 
 def control_once(cluster: Cluster, state) -> None:
@@ -297,13 +335,14 @@ def control_once(cluster: Cluster, state) -> None:
     if not wanted(profile) or time.monotonic() - _last_pass < LOOP_PERIOD_S:
         return
     _last_pass = time.monotonic()
-    _sync_slices(cluster, profile, list(state.faults))
+    _sync_slices(cluster, profile, list(state.faults), plugin_layout(state))
 
 
-def _sync_slices(cluster: Cluster, profile: profiles.Profile, faults: list[str]) -> None:
+def _sync_slices(cluster: Cluster, profile: profiles.Profile, faults: list[str],
+                 layout: PluginLayout) -> None:
     groups = {n: (g, first) for g, n, first in dra_nodes(profile, faults)}
     try:
-        cluster.apps.read_namespaced_daemon_set(PLUGIN_DS, NAMESPACE)
+        cluster.apps.read_namespaced_daemon_set(layout.name, layout.namespace)
         plugin = True
     except ApiException as exc:
         if exc.status != 404:
@@ -332,7 +371,7 @@ def _sync_slices(cluster: Cluster, profile: profiles.Profile, faults: list[str])
                 continue
             _publish(cluster, body, current)
     for name in set(existing) - keep:
-        with _already_done(404):
+        with already_done(404):
             cluster.custom.delete_cluster_custom_object(
                 dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, "resourceslices", name)
 
@@ -354,7 +393,7 @@ def _publish(cluster: Cluster, body: dict, current: dict | None) -> None:
         if exc.status not in (409, 422):
             raise
         if exc.status == 422 and current is not None:  # the old, valid slice goes too
-            with _already_done(404):
+            with already_done(404):
                 cluster.custom.delete_cluster_custom_object(group, version, "resourceslices",
                                                             body["metadata"]["name"])
         log.warning("ResourceSlice %s refused: %s %s", body["metadata"]["name"], exc.status,
@@ -371,12 +410,12 @@ def _label_nodes(cluster: Cluster, nodes: set[str]) -> None:
 
 
 def _wait_plugin(cluster: Cluster, profile: profiles.Profile, faults: list[str],
-                 progress: Progress) -> None:
+                 layout: PluginLayout, progress: Progress) -> None:
     expected = len(list(dra_nodes(profile, faults)))
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * expected
 
     def rolled_out() -> bool:
-        ds = cluster.apps.read_namespaced_daemon_set(PLUGIN_DS, NAMESPACE)
+        ds = cluster.apps.read_namespaced_daemon_set(layout.name, layout.namespace)
         status = ds.status
         return ((status.desired_number_scheduled or 0) == expected
                 and (status.number_ready or 0) == expected
@@ -384,7 +423,7 @@ def _wait_plugin(cluster: Cluster, profile: profiles.Profile, faults: list[str],
 
     progress(f"waiting for the DRA kubelet plugin on {expected} node(s)")
     try:
-        wait_for(f"DaemonSet {NAMESPACE}/{PLUGIN_DS} on {expected} node(s)", rolled_out,
+        wait_for(f"DaemonSet {layout.namespace}/{layout.name} on {expected} node(s)", rolled_out,
                  timeout=timeout, interval=0.5)
     except WaitTimeout as exc:
         from conformance.common.errors import NotConverged
@@ -403,12 +442,12 @@ def _remove(cluster: Cluster) -> None:
             return
         raise
     for body in classes:
-        with _already_done(404):
+        with already_done(404):
             cluster.custom.delete_cluster_custom_object(group, version, "deviceclasses",
                                                         body["metadata"]["name"])
     for body in cluster.custom.list_cluster_custom_object(
             group, version, "resourceslices", label_selector=f"{OWNER_LABEL}=true")["items"]:
-        with _already_done(404):
+        with already_done(404):
             cluster.custom.delete_cluster_custom_object(group, version, "resourceslices",
                                                         body["metadata"]["name"])
     _label_nodes(cluster, set())
@@ -417,13 +456,20 @@ def _remove(cluster: Cluster) -> None:
             namespaces.delete_namespace(cluster, ns)
 
 
+def _remove_chart_plugin(cluster: Cluster) -> None:
+    """The chart's install (its namespace, its kubelet plugin with it) goes when the
+    GPUCluster runs the plugin; the GPUCluster's operand goes with the GPUCluster."""
+    if _exists(cluster, NAMESPACE):
+        namespaces.delete_namespace(cluster, NAMESPACE)
+
+
 def _ensure_sharing_template(cluster: Cluster, wanted_: bool) -> None:
     if not wanted_:
         if _exists(cluster, SHARING_NAMESPACE):
             namespaces.delete_namespace(cluster, SHARING_NAMESPACE)
         return
     _ensure_namespace(cluster, SHARING_NAMESPACE)
-    with _already_done(409):
+    with already_done(409):
         cluster.custom.create_namespaced_custom_object(
             dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, SHARING_NAMESPACE,
             "resourceclaimtemplates", sharing_template())
@@ -439,8 +485,9 @@ def _exists(cluster: Cluster, ns: str) -> bool:
         raise
 
 
-def _ensure_namespace(cluster: Cluster, name: str) -> None:
-    """The namespace, once an earlier removal of it (still Terminating) is over."""
+def _ensure_namespace(cluster: Cluster, name: str, *, owner: bool = True) -> None:
+    """The namespace, once an earlier removal of it (still Terminating) is over; ``owner``:
+    labelled as the driver's own (removed with it)."""
     def usable() -> bool:
         try:
             return cluster.core.read_namespace(name).status.phase != "Terminating"
@@ -451,10 +498,10 @@ def _ensure_namespace(cluster: Cluster, name: str) -> None:
 
     wait_for(f"namespace {name} of an earlier DRA driver to be deleted", usable,
              timeout=namespaces.NAMESPACE_DELETE_TIMEOUT_S)
-    with _already_done(409):
+    with already_done(409):
         cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": name,
-                                                    "labels": {OWNER_LABEL: "true"}}})
+                                       "metadata": {"name": name, "labels": (
+                                           {OWNER_LABEL: "true"} if owner else {})}})
 
 
 def _apply_cluster_object(cluster: Cluster, plural: str, body: dict) -> None:
@@ -474,18 +521,10 @@ def _apply_cluster_object(cluster: Cluster, plural: str, body: dict) -> None:
 
 
 def _create_or_replace_daemonset(cluster: Cluster, body: dict) -> None:
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
     try:
-        cluster.apps.create_namespaced_daemon_set(NAMESPACE, body)
+        cluster.apps.create_namespaced_daemon_set(ns, body)
     except ApiException as exc:
         if exc.status != 409:
             raise
-        cluster.apps.patch_namespaced_daemon_set(PLUGIN_DS, NAMESPACE, body)
-
-
-@contextlib.contextmanager
-def _already_done(*statuses: int):
-    try:
-        yield
-    except ApiException as exc:
-        if exc.status not in statuses:
-            raise
+        cluster.apps.patch_namespaced_daemon_set(name, ns, body)

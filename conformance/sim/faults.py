@@ -163,6 +163,11 @@ FAULTS: tuple[Fault, ...] = (
           "its pods never start: the driver refuses the claim's GpuConfig at prepare",
           "DRA sharing config -> the claim's GpuConfig (and the driver's feature gates)",
           profile="dra"),
+    Fault("dra-gpucluster-operand-down",
+          "the GPUCluster's DCGM exporter pods crash-loop on every node it serves",
+          "the GPUCluster stays notReady; no GPU metrics from the DRA nodes",
+          "GPUCluster not ready -> the operand its Ready condition names (read its previous "
+          "logs)", profile="dra-gpucluster"),
 )
 
 BY_NAME = {f.name: f for f in FAULTS}

@@ -171,13 +171,13 @@ def _apply_daemonset(cluster: Cluster, body: dict) -> None:
         return
     tpl = current.spec.template
     want = body["spec"]["template"]
-    if ((tpl.metadata.annotations or {}) != want["metadata"]["annotations"]
+    if ((tpl.metadata.annotations or {}) != (want["metadata"].get("annotations") or {})
             or len(tpl.spec.containers) != len(want["spec"]["containers"])):
         cluster.apps.replace_namespaced_daemon_set(name, NAMESPACE, body)
         for pod in cluster.core.list_namespaced_pod(
                 NAMESPACE, label_selector=f"{chart.SELECTOR}").items:
             if any(o.name == name for o in pod.metadata.owner_references or []):
-                _ensure(lambda p=pod: cluster.core.delete_namespaced_pod(
+                _gone(lambda p=pod: cluster.core.delete_namespaced_pod(
                     p.metadata.name, NAMESPACE, grace_period_seconds=0))
 
 

@@ -68,7 +68,7 @@ class Taint:
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 ALLOCATIONS = ("device-plugin", "dra")
 
-STACKS = ("gpu-operator", "device-plugin-chart")
+STACKS = ("gpu-operator", "device-plugin-chart", "gpu-cluster")
 
 
 @dataclass(frozen=True)
@@ -230,8 +230,9 @@ class Profile:
     name: str
     description: str
     groups: tuple[NodeGroup, ...] = field(default_factory=tuple)
-    # Who runs the NVIDIA stack: the GPU Operator (ClusterPolicy, operands), or the device
-    # plugin Helm chart with GFD and NFD and no operator (nvidia.device_plugin_chart).
+    # Who runs the NVIDIA stack: the GPU Operator (ClusterPolicy, operands), the device
+    # plugin Helm chart with GFD and NFD and no operator (nvidia.device_plugin_chart), or the
+    # GPU Operator's GPUCluster (the DRA stack, sim/gpucluster.py).
     stack: str = "gpu-operator"
 
     def __post_init__(self) -> None:
@@ -385,6 +386,12 @@ def _profiles() -> dict[str, Profile]:
                 (gpu_group("h100", 2, H100, 8, **_P5),
                  gpu_group("h200", 2, H200, 8, name_prefix="dra-h200", allocation="dra",
                            **_P5EN), cpu_group())),
+        Profile("dra-gpucluster", "the GPU Operator's GPUCluster (no ClusterPolicy) runs the "
+                "DRA driver, DCGM exporter and DRA validator on 1 x 8 A100-40GB and 1 x 8 H100",
+                (gpu_group("a100", 1, A100_40GB, 8, name_prefix="gc-a100", allocation="dra",
+                           **_P4D),
+                 gpu_group("h100", 1, H100, 8, name_prefix="gc-h100", allocation="dra", **_P5),
+                 cpu_group()), stack="gpu-cluster"),
         Profile("dra-large", "500 DRA nodes x 8 H100 (list/watch scale of the DRA suite), plus "
                 "a CPU node", (gpu_group("h100", 500, H100, 8, name_prefix="dra-h100",
                                          allocation="dra", **_P5), cpu_group())),

@@ -14,7 +14,6 @@ reaction to ClusterPolicy and node-label changes and the device plugin's admissi
 from __future__ import annotations
 
 import argparse
-import contextlib
 import copy
 import dataclasses
 import json
@@ -28,13 +27,13 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster import namespaces
-from conformance.cluster.client import Cluster, connect
+from conformance.cluster.client import Cluster, already_done, connect
 from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import clusterpolicy, driver, operands
 from conformance.nvidia import labels as L
 from conformance.nvidia.clusterpolicy import ClusterPolicy
-from conformance.sim import dra, gfd, plugin_chart, profiles
+from conformance.sim import dra, gfd, gpucluster, plugin_chart, profiles
 from conformance.sim.faults import validate as validate_faults
 from conformance.sim.sharing_flow import Applied, ConfigSource, applied_for
 
@@ -149,6 +148,8 @@ def plan_nodes(state: SimState, source: ConfigSource | None,
                            "type": "kwok", STANDIN_LABEL: "true"}
             node_labels.update(gfd.node_labels(node_group, index, operator=operator)
                                if is_gpu else {})
+            if is_gpu and gpucluster.wanted(profile):
+                node_labels.update(gpucluster.STATE_LABELS)
             resources = gfd.advertised_resources(node_group)
             taints = [t.as_dict() for t in group.taints]
             allocatable = None
@@ -315,6 +316,14 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
         progress(f"writing {state.profile} nodes")
         _apply_nodes(cluster, plan.nodes, operator=operator)
     dra.reconcile(cluster, state, progress)  # the NVIDIA DRA driver, whoever runs the stack
+    if gpucluster.wanted(profile):  # the operator runs a GPUCluster, not a ClusterPolicy
+        _remove_operator(cluster, state, keep_deployment=True)
+        plugin_chart.remove(cluster)
+        _ensure_namespace(cluster, state.operator_namespace)
+        _ensure_operator(cluster, state)
+        gpucluster.reconcile(cluster, state, chart, progress)
+        return
+    gpucluster.remove(cluster, state)
     if state.operator == "chart":
         # The chart brings the namespace, CRD, operator Deployment and ClusterPolicy; the
         # controller loop plays the operator once they exist.
@@ -335,21 +344,25 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
     _ensure_unpinned_workload(cluster, state.has("unpinned-gpu-workload"))
 
 
-def _remove_operator(cluster: Cluster, state: SimState) -> None:
-    """What ``helm uninstall gpu-operator`` removes (the CRD stays, as Helm leaves CRDs)."""
-    with _already_done(404):
+def _remove_operator(cluster: Cluster, state: SimState, *, keep_deployment: bool = False) -> None:
+    """What ``helm uninstall gpu-operator`` removes (the CRD stays, as Helm leaves CRDs);
+    ``keep_deployment``: only the ClusterPolicy and its operands (a GPUCluster replaces it)."""
+    with already_done(404):
         cluster.custom.delete_cluster_custom_object(*clusterpolicy.API, CLUSTER_POLICY)
     ns = state.operator_namespace
-    for dep in cluster.apps.list_namespaced_deployment(
+    for dep in [] if keep_deployment else cluster.apps.list_namespaced_deployment(
             ns, label_selector=f"{STANDIN_LABEL}=true").items:
-        with _already_done(404):
+        with already_done(404):
             cluster.apps.delete_namespaced_deployment(dep.metadata.name, ns)
     for ds in cluster.apps.list_namespaced_daemon_set(
             ns, label_selector=f"{STANDIN_LABEL}=true").items:
-        with _already_done(404):
+        with already_done(404):
             cluster.apps.delete_namespaced_daemon_set(ds.metadata.name, ns)
-    for pod in cluster.core.list_namespaced_pod(ns).items:  # KWOK pods go only when forced
-        with _already_done(404):
+    for pod in cluster.core.list_namespaced_pod(  # KWOK pods go only when forced
+            ns, label_selector=f"{STANDIN_LABEL}=true").items:
+        if keep_deployment and (pod.metadata.labels or {}).get("app") == "gpu-operator":
+            continue
+        with already_done(404):
             cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
 
 
@@ -606,7 +619,7 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
     # the object already created (409) or already gone (404), which is the state wanted.
     for name, body in wanted.items():
         current = existing.pop(name, None)
-        with _already_done(409, 404):
+        with already_done(409, 404):
             if current is None:
                 cluster.apps.create_namespaced_daemon_set(ns, body)
             elif _template_changed(current, body):
@@ -615,17 +628,8 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
                     _mark_upgrade_required(cluster)
                 _restart_pods(cluster, ns, body)  # OnDelete operands need their pods replaced
     for name in existing:
-        with _already_done(404):
+        with already_done(404):
             cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
-
-
-@contextlib.contextmanager
-def _already_done(*statuses: int):
-    try:
-        yield
-    except ApiException as exc:
-        if exc.status not in statuses:
-            raise
 
 
 UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
@@ -713,10 +717,10 @@ def _ensure_request_rewriter(cluster: Cluster, wanted: bool) -> None:
     for body in request_rewriter_policy():
         plural = plurals[body["kind"]]
         if wanted:
-            with _already_done(409):
+            with already_done(409):
                 cluster.custom.create_cluster_custom_object(group, version, plural, body)
         else:
-            with _already_done(404):
+            with already_done(404):
                 cluster.custom.delete_cluster_custom_object(group, version, plural,
                                                             REWRITER_POLICY)
 
@@ -742,7 +746,7 @@ def _ensure_unpinned_workload(cluster: Cluster, wanted: bool) -> None:
         namespaces.delete_namespace(cluster, UNPINNED_NAMESPACE, wait=True)
         return
     _ensure_namespace(cluster, UNPINNED_NAMESPACE)
-    with _already_done(409):
+    with already_done(409):
         cluster.apps.create_namespaced_deployment(UNPINNED_NAMESPACE, unpinned_workload())
 
 
@@ -753,6 +757,9 @@ def control_once(cluster: Cluster) -> None:
     if state is None or state.has("standin-ignores-changes"):
         return
     dra.control_once(cluster, state)
+    if gpucluster.wanted(state.resolve_profile()):
+        gpucluster.control_once(cluster, state)
+        return
     if state.resolve_profile().stack != "gpu-operator":
         plan = _follow_sharing(cluster, state, None)
         plugin_chart.apply(cluster, None if plan is None else plugin_chart.observed_source(
@@ -893,7 +900,7 @@ def _ensure_service_accounts(cluster: Cluster, namespace: str, names: set[str]) 
     """The operands' ServiceAccounts, as the operator creates them (workloads reference
     them too: the operator's own plugin-test Deployment runs as nvidia-device-plugin)."""
     for name in sorted(n for n in names if n):
-        with _already_done(409):
+        with already_done(409):
             cluster.core.create_namespaced_service_account(namespace, {
                 "apiVersion": "v1", "kind": "ServiceAccount",
                 "metadata": {"name": name, "labels": {STANDIN_LABEL: "true"}}})

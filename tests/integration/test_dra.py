@@ -38,6 +38,7 @@ DRA_EXPECTED: dict[str, tuple[set[str], str]] = {
     "dra-class-selector-wrong": (_UNUSABLE_CLASS, "DeviceClass"),
     "dra-both-paths": ({"DRA-ER-002"}, "both paths"),
     "dra-sharing-config-invalid": ({"DRA-SHARE-001"}, "sharing config"),
+    "dra-gpucluster-operand-down": ({"DRA-OP-001"}, "nvidia-dcgm-exporter-dra"),
 }
 # The least each healthy DRA profile proves (the rest is not-applicable there, with a reason).
 MUST_PASS = {
@@ -48,6 +49,9 @@ MUST_PASS = {
                 "DRA-ALLOC-006", "DRA-ER-002"},
     "dra-mixed": DRA_IDS - {"DRA-SHARE-001", "DRA-SHARE-002", "DRA-ISO-001", "DRA-ISO-002",
                             "DRA-OP-001"} | {"STACK-DP-001", "STACK-DP-002", "SCHED-ALLOC-001"},
+    # the GPU Operator's GPUCluster instead of a ClusterPolicy
+    "dra-gpucluster": DRA_IDS - {"DRA-SHARE-001", "DRA-SHARE-002", "DRA-ISO-001",
+                                 "DRA-ISO-002", "DRA-ER-002"},
 }
 
 
@@ -107,6 +111,11 @@ def _sharing_template(c) -> bool:
     return any(i["metadata"]["name"] == sim_dra.SHARING_TEMPLATE for i in items)
 
 
+def _gpucluster_not_ready(c) -> bool:
+    obj = c.custom.get_cluster_custom_object(*dra.GPUCLUSTER_API, dra.GPUCLUSTER_NAME)
+    return (obj.get("status") or {}).get("state") == "notReady"
+
+
 DRA_SYMPTOMS = {
     "dra-pool-incomplete": _incomplete,
     "dra-version-not-semver": _plugin_without_slice,
@@ -118,6 +127,7 @@ DRA_SYMPTOMS = {
     "dra-class-selector-wrong": lambda c: "== 'GPU'" in _gpu_class_selector(c),
     "dra-both-paths": _both_paths,
     "dra-sharing-config-invalid": _sharing_template,
+    "dra-gpucluster-operand-down": _gpucluster_not_ready,
 }
 
 

@@ -4,7 +4,8 @@ The reference is the cluster's GPU nodes, not the DaemonSet's own status: a node
 cannot reach (an untolerated taint, a wrong label, a node NFD did not label) lowers its desired
 count and would otherwise look healthy. Under the GPU Operator every operand is checked where
 the ClusterPolicy enables it; without the operator, the device plugin and GFD are checked as
-the device plugin chart runs them, and the operator's own operands are not-applicable.
+the device plugin chart runs them, and the operator's own operands are not-applicable; where the
+operator runs a GPUCluster instead, its own operands are DRA-OP-001's.
 
 Checklist (gpu-operator tests/scripts/verify-operator.sh, verify-operand-restarts.sh):
 - STACK-DRV-001 driver        - STACK-TK-001 container toolkit  - STACK-DP-001 device plugin
@@ -56,6 +57,9 @@ def _where(op: operands.Operand, stack) -> str:
 def test_operand_rolled_out_on_every_gpu_node(op, cluster, gpu_stack, require_gpu_nodes,
                                               allocation_paths, evidence):
     policy = gpu_stack.policy
+    if gpu_stack.runs_gpucluster:
+        not_applicable(f"the operator runs a GPUCluster (the DRA stack), not a ClusterPolicy: "
+                       f"it deploys no {op.name}; DRA-OP-001 checks its operands")
     if gpu_stack.operator_installed:
         if policy is not None and not policy.enables(op):
             not_applicable(f"switched off in the ClusterPolicy ({op.spec_path}=false"

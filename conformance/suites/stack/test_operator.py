@@ -2,7 +2,8 @@
 
 Checklist (gpu-operator tests/scripts/verify-operator.sh, tests/e2e/suites/clusterpolicy_test.go):
 - STACK-OP-001 the operator Deployment is available
-- STACK-OP-002 the ClusterPolicy exists and status.state is ready (the not-ready states listed)
+- STACK-OP-002 the ClusterPolicy exists and status.state is ready (the not-ready states listed);
+  not applicable where the operator runs a GPUCluster instead (DRA-OP-001 checks that one)
 - STACK-OP-003 the Helm release is deployed, when this run installed it
 """
 
@@ -34,8 +35,10 @@ def test_operator_deployment_available(cluster, require_operator, evidence):
 
 
 @pytest.mark.requirement("STACK-OP-002")
-@pytest.mark.usefixtures("require_operator")
-def test_cluster_policy_ready(cluster_policy, evidence):
+def test_cluster_policy_ready(require_operator, cluster_policy, evidence):
+    if require_operator.runs_gpucluster:
+        not_applicable("the operator runs a GPUCluster (the DRA stack), not a ClusterPolicy: "
+                       "the two exclude each other; DRA-OP-001 checks the GPUCluster")
     assert cluster_policy is not None, (
         "no ClusterPolicy (nvidia.com/v1): the operator was installed without one, or its CRD "
         "is missing")
