@@ -41,7 +41,7 @@ from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import dra, operands
 from conformance.nvidia.gpu_models import MigProfile
-from conformance.sim import profiles
+from conformance.sim import objects, profiles
 
 log = logging.getLogger("gpuconf.standin.dra")
 
@@ -322,7 +322,8 @@ def reconcile(cluster: Cluster, state, progress: Progress = lambda _m: None) -> 
     for body in device_classes(faults):
         _apply_cluster_object(cluster, "deviceclasses", body)
     _label_nodes(cluster, {n for _g, n, _f in dra_nodes(profile, faults)})
-    _create_or_replace_daemonset(cluster, plugin_daemonset(layout))
+    body = plugin_daemonset(layout)
+    objects.apply_daemonset(cluster, layout.namespace, body)
     _sync_slices(cluster, profile, faults, layout)
     _ensure_sharing_template(cluster, "dra-sharing-config-invalid" in faults)
     _wait_plugin(cluster, profile, faults, layout, progress)
@@ -475,28 +476,23 @@ def _ensure_sharing_template(cluster: Cluster, wanted_: bool) -> None:
             "resourceclaimtemplates", sharing_template())
 
 
+def _namespace_phase(cluster: Cluster, ns: str) -> str | None:
+    """The namespace's phase (Active, Terminating), None when there is none."""
+    with already_done(404):
+        return cluster.core.read_namespace(ns).status.phase
+    return None
+
+
 def _exists(cluster: Cluster, ns: str) -> bool:
     """Whether ``ns`` exists and is not already on its way out."""
-    try:
-        return cluster.core.read_namespace(ns).status.phase != "Terminating"
-    except ApiException as exc:
-        if exc.status == 404:
-            return False
-        raise
+    return _namespace_phase(cluster, ns) not in (None, "Terminating")
 
 
 def _ensure_namespace(cluster: Cluster, name: str, *, owner: bool = True) -> None:
     """The namespace, once an earlier removal of it (still Terminating) is over; ``owner``:
     labelled as the driver's own (removed with it)."""
-    def usable() -> bool:
-        try:
-            return cluster.core.read_namespace(name).status.phase != "Terminating"
-        except ApiException as exc:
-            if exc.status == 404:
-                return True
-            raise
-
-    wait_for(f"namespace {name} of an earlier DRA driver to be deleted", usable,
+    wait_for(f"namespace {name} of an earlier DRA driver to be deleted",
+             lambda: _namespace_phase(cluster, name) != "Terminating",
              timeout=namespaces.NAMESPACE_DELETE_TIMEOUT_S)
     with already_done(409):
         cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
@@ -518,13 +514,3 @@ def _apply_cluster_object(cluster: Cluster, plural: str, body: dict) -> None:
         body = {**body, "metadata": {**body["metadata"],
                                      "resourceVersion": current["metadata"]["resourceVersion"]}}
         cluster.custom.replace_cluster_custom_object(group, version, plural, name, body)
-
-
-def _create_or_replace_daemonset(cluster: Cluster, body: dict) -> None:
-    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
-    try:
-        cluster.apps.create_namespaced_daemon_set(ns, body)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-        cluster.apps.patch_namespaced_daemon_set(name, ns, body)

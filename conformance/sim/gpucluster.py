@@ -26,7 +26,6 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-import yaml
 from kubernetes.client.exceptions import ApiException
 
 from conformance.checks import rollout
@@ -35,13 +34,13 @@ from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import dra, operands
 from conformance.sim import dra as sim_dra
+from conformance.sim import objects
 
 OWNER_LABEL = "sim.gpuconf.io/gpucluster"
 CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"  # KWOK plays CrashLoopBackOff (kwok-stages)
 OPERAND_DOWN = "dra-gpucluster-operand-down"
 BUILTIN_CRD = Path(__file__).with_name("gpucluster-crd.yaml")
 CRD_NAME = "gpuclusters.nvidia.com"
-CRD_READY_TIMEOUT_S = 30.0
 ROLLOUT_TIMEOUT_S = 120.0  # a few KWOK nodes: pods are Ready in seconds
 # gpuClusterStateLabels (controllers/state_manager.go): what it writes on each node it serves
 STATE_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.driver": "true",
@@ -104,7 +103,7 @@ def reconcile(cluster: Cluster, state, chart: str | None,
     faults = list(state.faults)
     for op in _own_daemonset_operands(obj):
         body = operand_daemonset(op, state.operator_namespace, owner, faults)
-        _apply_daemonset(cluster, state.operator_namespace, body)
+        objects.apply_daemonset(cluster, state.operator_namespace, body)
     # settled before the status is written: a crash-looping operand never gets Ready
     down = {op.name for op in dra.GPUCLUSTER_OPERANDS
             if op.key == "dcgm-exporter" and OPERAND_DOWN in faults}
@@ -144,45 +143,10 @@ def remove(cluster: Cluster, state) -> None:
     with already_done(404):
         cluster.custom.delete_cluster_custom_object(*dra.GPUCLUSTER_API, dra.GPUCLUSTER_NAME)
     ns = state.operator_namespace
-    with already_done(404):
-        for ds in cluster.apps.list_namespaced_daemon_set(
-                ns, label_selector=f"{OWNER_LABEL}=true").items:
-            with already_done(404):
-                cluster.apps.delete_namespaced_daemon_set(ds.metadata.name, ns)
-        for pod in cluster.core.list_namespaced_pod(
-                ns, label_selector=f"{OWNER_LABEL}=true").items:
-            with already_done(404):
-                cluster.core.delete_namespaced_pod(pod.metadata.name, ns,
-                                                   grace_period_seconds=0)
-        plugin = sim_dra.gpucluster_plugin(ns)
-        with already_done(404):
-            cluster.apps.delete_namespaced_daemon_set(plugin.name, ns)
-        selector = ",".join(f"{k}={v}" for k, v in plugin.selector.items())
-        for pod in cluster.core.list_namespaced_pod(ns, label_selector=selector).items:
-            with already_done(404):
-                cluster.core.delete_namespaced_pod(pod.metadata.name, ns,
-                                                   grace_period_seconds=0)
-
-
-def _apply_daemonset(cluster: Cluster, ns: str, body: dict) -> None:
-    """Create or replace; a changed pod template replaces its pods at once (a fault's
-    crash-looping pod would otherwise wait behind the rolling update for ever)."""
-    name = body["metadata"]["name"]
-    try:
-        cluster.apps.create_namespaced_daemon_set(ns, body)
-        return
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-    current = cluster.apps.read_namespaced_daemon_set(name, ns)
-    if (current.spec.template.metadata.annotations or {}) == (
-            body["spec"]["template"]["metadata"]["annotations"]):
-        return
-    cluster.apps.replace_namespaced_daemon_set(name, ns, body)
-    for pod in cluster.core.list_namespaced_pod(ns, label_selector=f"{OWNER_LABEL}=true").items:
-        if any(o.name == name for o in pod.metadata.owner_references or []):
-            with already_done(404):
-                cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+    objects.delete_daemonsets(cluster, ns, f"{OWNER_LABEL}=true")
+    plugin = sim_dra.gpucluster_plugin(ns)
+    objects.delete_daemonsets(cluster, ns, ",".join(f"{k}={v}"
+                                                    for k, v in plugin.selector.items()))
 
 
 def _own_daemonset_operands(obj: dict) -> list[dra.GpuClusterOperand]:
@@ -229,20 +193,5 @@ def _ensure_object(cluster: Cluster) -> dict:
 
 
 def _ensure_crd(cluster: Cluster, chart: str | None) -> None:
-    try:
-        cluster.apiext.read_custom_resource_definition(CRD_NAME)
-        return
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    upstream = Path(chart) / "crds" / "nvidia.com_gpuclusters.yaml" if chart else None
-    source = upstream if upstream and upstream.is_file() else BUILTIN_CRD
-    with already_done(409):
-        cluster.apiext.create_custom_resource_definition(yaml.safe_load(source.read_text()))
-
-    def established() -> bool:
-        crd = cluster.apiext.read_custom_resource_definition(CRD_NAME)
-        return any(c.type == "Established" and c.status == "True"
-                   for c in (crd.status.conditions or []))
-
-    wait_for("the GPUCluster CRD to be established", established, timeout=CRD_READY_TIMEOUT_S)
+    objects.ensure_crd(cluster, CRD_NAME, lambda: objects.crd_document(
+        chart, "nvidia.com_gpuclusters.yaml", BUILTIN_CRD), "GPUCluster")

@@ -14,9 +14,10 @@ import copy
 
 from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, already_done
 from conformance.nvidia import device_plugin_chart as chart
 from conformance.nvidia import labels as L
+from conformance.sim import objects
 from conformance.sim.sharing_flow import ConfigSource
 
 RELEASE = "nvdp"
@@ -99,11 +100,13 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
     """Create or update the chart's objects. ``seed``: the config.map the profile installs
     (``write_config``: write it, as ``helm install``/``sim set`` do; the control loop does not,
     so a user's edits to the ConfigMap stay)."""
-    _ensure(lambda: cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
-                                                   "metadata": {"name": NAMESPACE}}))
+    with already_done(409):
+        cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": NAMESPACE}})
     for sa in (f"{chart.fullname(RELEASE)}-service-account", f"{RELEASE}-{_NFD}"):
-        _ensure(lambda s=sa: cluster.core.create_namespaced_service_account(NAMESPACE, {
-            "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": s}}))
+        with already_done(409):
+            cluster.core.create_namespaced_service_account(NAMESPACE, {
+                "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
     name = chart.config_map_name(RELEASE) if seed else None
     if seed and write_config:
         body = config_map({k: str(v) for k, v in seed.docs.items()})
@@ -119,7 +122,7 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
                         default=seed.default if seed else None, crashloop=crashloop),
               nfd_worker()]
     for body in wanted:
-        _apply_daemonset(cluster, body)
+        objects.apply_daemonset(cluster, NAMESPACE, body)
 
 
 def observed_source(cluster: Cluster) -> ConfigSource | None:
@@ -152,50 +155,9 @@ def read_source(cluster: Cluster, namespace: str, name: str,
     return ConfigSource(name, default, dict(cm.data or {}))
 
 
-def _ensure(create) -> None:
-    try:
-        create()
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-
-
-def _apply_daemonset(cluster: Cluster, body: dict) -> None:
-    name = body["metadata"]["name"]
-    try:
-        current = cluster.apps.read_namespaced_daemon_set(name, NAMESPACE)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        cluster.apps.create_namespaced_daemon_set(NAMESPACE, body)
-        return
-    tpl = current.spec.template
-    want = body["spec"]["template"]
-    if ((tpl.metadata.annotations or {}) != (want["metadata"].get("annotations") or {})
-            or len(tpl.spec.containers) != len(want["spec"]["containers"])):
-        cluster.apps.replace_namespaced_daemon_set(name, NAMESPACE, body)
-        for pod in cluster.core.list_namespaced_pod(
-                NAMESPACE, label_selector=f"{chart.SELECTOR}").items:
-            if any(o.name == name for o in pod.metadata.owner_references or []):
-                _gone(lambda p=pod: cluster.core.delete_namespaced_pod(
-                    p.metadata.name, NAMESPACE, grace_period_seconds=0))
-
-
 def remove(cluster: Cluster) -> None:
     """What ``helm uninstall nvdp`` removes: the chart's DaemonSets, ConfigMap and pods."""
-    for ds in cluster.apps.list_namespaced_daemon_set(
-            NAMESPACE, label_selector=f"{MANAGED_LABEL}=true").items:
-        _gone(lambda d=ds: cluster.apps.delete_namespaced_daemon_set(d.metadata.name, NAMESPACE))
-    _gone(lambda: cluster.core.delete_namespaced_config_map(chart.config_map_name(RELEASE),
-                                                            NAMESPACE))
-    for pod in cluster.core.list_namespaced_pod(NAMESPACE).items:  # KWOK pods go when forced
-        _gone(lambda p=pod: cluster.core.delete_namespaced_pod(p.metadata.name, NAMESPACE,
-                                                               grace_period_seconds=0))
+    objects.delete_daemonsets(cluster, NAMESPACE, f"{MANAGED_LABEL}=true", pod_selector="")
+    with already_done(404):
+        cluster.core.delete_namespaced_config_map(chart.config_map_name(RELEASE), NAMESPACE)
 
-
-def _gone(delete) -> None:
-    try:
-        delete()
-    except ApiException as exc:
-        if exc.status != 404:
-            raise

@@ -28,12 +28,11 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, already_done, connect
-from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import clusterpolicy, driver, operands
 from conformance.nvidia import labels as L
 from conformance.nvidia.clusterpolicy import ClusterPolicy
-from conformance.sim import dra, gfd, gpucluster, plugin_chart, profiles
+from conformance.sim import dra, gfd, gpucluster, objects, plugin_chart, profiles
 from conformance.sim.faults import validate as validate_faults
 from conformance.sim.sharing_flow import Applied, ConfigSource, applied_for
 
@@ -66,7 +65,6 @@ SEED_KEY = "default"  # the key the profile's sharing config is seeded under
 MISMATCHED_DRIVER = "570.86.15"
 # NoExecute, so operand pods already on the node are evicted as on a freshly tainted node.
 FOREIGN_TAINT = {"key": "dedicated", "value": "ml-team", "effect": "NoExecute"}
-CRD_READY_TIMEOUT_S = 30.0
 BUILTIN_CRD = Path(__file__).with_name("clusterpolicy-crd.yaml")
 LOOP_INTERVAL_S = 1.0
 
@@ -354,16 +352,8 @@ def _remove_operator(cluster: Cluster, state: SimState, *, keep_deployment: bool
             ns, label_selector=f"{STANDIN_LABEL}=true").items:
         with already_done(404):
             cluster.apps.delete_namespaced_deployment(dep.metadata.name, ns)
-    for ds in cluster.apps.list_namespaced_daemon_set(
-            ns, label_selector=f"{STANDIN_LABEL}=true").items:
-        with already_done(404):
-            cluster.apps.delete_namespaced_daemon_set(ds.metadata.name, ns)
-    for pod in cluster.core.list_namespaced_pod(  # KWOK pods go only when forced
-            ns, label_selector=f"{STANDIN_LABEL}=true").items:
-        if keep_deployment and (pod.metadata.labels or {}).get("app") == "gpu-operator":
-            continue
-        with already_done(404):
-            cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+    objects.delete_daemonsets(cluster, ns, f"{STANDIN_LABEL}=true", keep_pod=lambda pod: (
+        keep_deployment and (pod.metadata.labels or {}).get("app") == "gpu-operator"))
 
 
 def _save_state(cluster: Cluster, state: SimState) -> None:
@@ -405,36 +395,10 @@ def _ensure_namespace(cluster: Cluster, name: str) -> None:
             raise
 
 
-def _crd_document(chart: str | None) -> dict:
-    """The upstream ClusterPolicy CRD from the chart when given, else the project's own."""
-    if chart:
-        upstream = Path(chart) / "crds" / "nvidia.com_clusterpolicies.yaml"
-        if upstream.is_file():
-            return yaml.safe_load(upstream.read_text())
-    return yaml.safe_load(BUILTIN_CRD.read_text())
-
-
 def _ensure_crd(cluster: Cluster, chart: str | None, progress: Progress) -> None:
-    name = "clusterpolicies.nvidia.com"
-    try:
-        cluster.apiext.read_custom_resource_definition(name)
-        return
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    progress("installing the ClusterPolicy CRD")
-    try:
-        cluster.apiext.create_custom_resource_definition(_crd_document(chart))
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-
-    def established() -> bool:
-        crd = cluster.apiext.read_custom_resource_definition(name)
-        return any(c.type == "Established" and c.status == "True"
-                   for c in (crd.status.conditions or []))
-
-    wait_for("the ClusterPolicy CRD to be established", established, timeout=CRD_READY_TIMEOUT_S)
+    if objects.ensure_crd(cluster, "clusterpolicies.nvidia.com", lambda: objects.crd_document(
+            chart, "nvidia.com_clusterpolicies.yaml", BUILTIN_CRD), "ClusterPolicy"):
+        progress("installed the ClusterPolicy CRD")
 
 
 def _apply_nodes(cluster: Cluster, plans: list[NodePlan], *, operator: bool = True) -> None:

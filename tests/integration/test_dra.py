@@ -12,12 +12,11 @@ from __future__ import annotations
 import pytest
 
 from conformance import catalog
-from conformance.cluster.namespaces import leftover_namespaces
 from conformance.nvidia import dra
 from conformance.sim import dra as sim_dra
 from conformance.sim import profiles
 from conformance.sim.faults import BY_NAME
-from tests.integration.conftest import run_suites, verdicts
+from tests.integration.conftest import run_suites, run_with_fault, verdicts
 
 SUITES = ("stack", "scheduling", "sharing", "dra")  # what a default `gpuconf run` runs
 DRA_PROFILES = tuple(p for p, prof in profiles.PROFILES.items()
@@ -157,18 +156,7 @@ def test_default_suites_pass_on_dra_profile(profile, sim, sim_state, tmp_path):
 @pytest.mark.parametrize("fault", sorted(DRA_EXPECTED))
 def test_dra_fault_fails_exactly_its_requirements(fault, sim, sim_cluster, sim_state, tmp_path):
     must_fail, word = DRA_EXPECTED[fault]
-    sim_state(BY_NAME[fault].profile, [fault])
-    code, doc, out = run_suites(sim.kubeconfig, tmp_path, *SUITES)
-    failed = verdicts(doc, "fail")
-    assert failed == must_fail, (f"{fault}: expected exactly {sorted(must_fail)} to fail; "
-                                 f"missing {sorted(must_fail - failed)}, unexpected "
-                                 f"{sorted(failed - must_fail)}\n{out[-2000:]}")
-    assert code == 1
-    rows = {r["id"]: r for r in doc["requirements"]}
-    diagnoses = " ".join(rows[i]["diagnosis"] + " " + rows[i]["message"] for i in must_fail)
-    assert word.lower() in diagnoses.lower(), diagnoses
-    assert all(rows[i]["evidence"] for i in must_fail), "a failing check attached no evidence"
-    assert leftover_namespaces(sim_cluster) == [], "failing checks left test namespaces behind"
+    run_with_fault(sim, sim_cluster, sim_state, tmp_path, SUITES, fault, must_fail, word)
 
 
 def test_dra_checks_are_not_applicable_without_the_driver(sim, sim_state, tmp_path):

@@ -84,6 +84,14 @@ def test_operand_rolled_out_on_every_gpu_node(op, cluster, gpu_stack, require_gp
                                     ev.to_yaml(comp.daemonset)))
         evidence.append(ev.Evidence(f"events-{comp.daemonset.metadata.namespace}.txt",
                                     ev.events_text(cluster, comp.daemonset.metadata.namespace)))
+    if not components:  # what runs instead, and what the namespace says about the missing one
+        evidence.append(ev.Evidence("nvidia-daemonsets.txt", "\n".join(sorted(
+            f"{c.name} ({c.key}, {c.deployed_by})" for cs in gpu_stack.components.values()
+            for c in cs)) or "no NVIDIA component DaemonSet found"))
+        if gpu_stack.operator_installed:
+            evidence.append(ev.Evidence(
+                f"events-{gpu_stack.operator_namespace}.txt",
+                ev.events_text(cluster, gpu_stack.operator_namespace)))
     assert result.daemonset_found, (
         f"{_where(op, gpu_stack)} not found: {len(nodes)} GPU node(s) run no {op.key}")
     hint = (f"a taint it does not tolerate, or a node selector it does not match: "

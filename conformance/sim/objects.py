@@ -1,0 +1,91 @@
+"""Writing and removing the stand-ins' DaemonSets on KWOK nodes.
+
+KWOK plays no kubelet: a pod it runs goes only when deleted with no grace period, and a
+DaemonSet whose new pod never gets Ready (a fault's crash-looping container) would keep its
+rolling update waiting for ever. The stand-ins (the operator's, the device plugin chart's, the
+DRA driver's and the GPUCluster's) write and remove their DaemonSets through these functions,
+and install the CRDs they play through ``ensure_crd``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+from kubernetes.client.exceptions import ApiException
+
+from conformance.cluster.client import Cluster, already_done
+from conformance.cluster.waits import wait_for
+
+CRD_READY_TIMEOUT_S = 30.0
+
+
+def apply_daemonset(cluster: Cluster, ns: str, body: dict) -> None:
+    """Create, or replace when its pod template's annotations or containers changed; the
+    replaced DaemonSet's pods are deleted at once, so all of them run the new template."""
+    name = body["metadata"]["name"]
+    try:
+        cluster.apps.create_namespaced_daemon_set(ns, body)
+        return
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+    tpl = cluster.apps.read_namespaced_daemon_set(name, ns).spec.template
+    want = body["spec"]["template"]
+    if ((tpl.metadata.annotations or {}) == (want["metadata"].get("annotations") or {})
+            and len(tpl.spec.containers) == len(want["spec"]["containers"])):
+        return
+    cluster.apps.replace_namespaced_daemon_set(name, ns, body)
+    selector = ",".join(f"{k}={v}" for k, v in body["spec"]["selector"]["matchLabels"].items())
+    for pod in cluster.core.list_namespaced_pod(ns, label_selector=selector).items:
+        if any(o.name == name for o in pod.metadata.owner_references or []):
+            with already_done(404):
+                cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+
+
+def delete_daemonsets(cluster: Cluster, ns: str, selector: str, *,
+                      pod_selector: str | None = None,
+                      keep_pod: Callable[[object], bool] = lambda _pod: False) -> None:
+    """Delete the DaemonSets matching ``selector`` in ``ns`` and force-delete the pods that
+    match ``pod_selector`` (default: ``selector``; ``""``: every pod in ``ns``) except those
+    ``keep_pod`` keeps."""
+    with already_done(404):  # the namespace itself may be gone
+        for ds in cluster.apps.list_namespaced_daemon_set(ns, label_selector=selector).items:
+            with already_done(404):
+                cluster.apps.delete_namespaced_daemon_set(ds.metadata.name, ns)
+        pods = selector if pod_selector is None else pod_selector
+        for pod in cluster.core.list_namespaced_pod(ns, label_selector=pods).items:
+            if keep_pod(pod):
+                continue
+            with already_done(404):
+                cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
+
+
+def ensure_crd(cluster: Cluster, name: str, document: Callable[[], dict], what: str) -> bool:
+    """Install the CRD ``name`` (``document()``) unless the cluster has it, and wait until it is
+    established; ``what`` names it in the wait. True when it was installed here."""
+    try:
+        cluster.apiext.read_custom_resource_definition(name)
+        return False
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    with already_done(409):
+        cluster.apiext.create_custom_resource_definition(document())
+
+    def established() -> bool:
+        crd = cluster.apiext.read_custom_resource_definition(name)
+        return any(c.type == "Established" and c.status == "True"
+                   for c in (crd.status.conditions or []))
+
+    wait_for(f"the {what} CRD to be established", established, timeout=CRD_READY_TIMEOUT_S)
+    return True
+
+
+def crd_document(chart: str | None, filename: str, builtin: Path) -> dict:
+    """The CRD ``filename`` from the chart's crds/ folder when a chart is given and has it,
+    else the project's own copy ``builtin``."""
+    upstream = Path(chart) / "crds" / filename if chart else None
+    source = upstream if upstream is not None and upstream.is_file() else builtin
+    return yaml.safe_load(source.read_text())
