@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,8 +39,9 @@ def _option(default: Any = None, *, help: str, scope: Scope = "both", flag: str 
 
     ``flag`` is the ``gpuconf run`` flag and, unless ``pytest_flag`` differs, the pytest one
     (derived from the field name when omitted). ``many``: repeatable, a list. ``switch``: a
-    boolean flag. ``registered_by``: another plugin registers the pytest option (pytest-kind's
-    ``--kubeconfig``); this plugin reads it.
+    boolean flag. ``registered_by``: the module of another plugin that registers the pytest
+    option (pytest-kind's ``--kubeconfig``); this plugin reads it, and registers it itself where
+    that plugin is not installed (a GPU host with the suite's wheels but not pytest-kind's).
     """
     meta = {"help": help, "scope": scope, "flag": flag, "pytest_flag": pytest_flag,
             "metavar": metavar, "choices": choices, "type": type, "many": many,
@@ -59,7 +61,7 @@ class Options:
         "pytest-kind from kind-config/; sim: the local simulated cluster; node: the local control "
         "plane with this host as a real kubelet node; local: this host's GPUs without "
         "Kubernetes. Default: existing if a kubeconfig context answers, else sim")
-    kubeconfig: str | None = _option(metavar="PATH", registered_by="pytest-kind",
+    kubeconfig: str | None = _option(metavar="PATH", registered_by="pytest_kind",
                                      help="kubeconfig of the cluster to check")
     context: str | None = _option(metavar="NAME", help="kubeconfig context to use")
     # --- what the cluster is expected to be -------------------------------------------------
@@ -198,14 +200,14 @@ def _add(add_argument, f: dataclasses.Field, flag: str) -> None:
 def add_pytest_options(group) -> None:
     """Register the plugin's options in its pytest option group."""
     for f in _fields("both", "pytest"):
-        if not f.metadata["registered_by"]:
+        owner = f.metadata["registered_by"]
+        if not owner or importlib.util.find_spec(owner) is None:
             _add(group.addoption, f, _flag(f, pytest=True))
 
 
 def from_pytest(config) -> Options:
     """The options of a pytest session (another plugin's options read where registered)."""
-    values = {f.name: config.getoption(_dest(f), None if f.metadata["registered_by"] else
-                                       f.default)
+    values = {f.name: config.getoption(_dest(f), f.default)
               for f in _fields("both", "pytest")}
     for name, value in values.items():
         if isinstance(value, list):

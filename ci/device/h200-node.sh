@@ -94,13 +94,16 @@ node_up() {  # the node on the real driver, unless it is up already
   fi
   say "bringing the node up on the driver in $DRIVER_ROOT (devices in $DEV_ROOT/dev)"
   timeout 240 "$PY" -m conformance.cli node up --name "$NAME" --driver-root "$DRIVER_ROOT" \
-    --dev-root "$DEV_ROOT" --nvidia-src "$STAGE/src" --gpu-injection "${GPU_INJECTION:-cdi}" \
+    --dev-root "$DEV_ROOT" --nvidia-src "$STAGE/src" ${GPU_INJECTION:+--gpu-injection "$GPU_INJECTION"} \
     ${CHART_VALUES:+--chart-values "$CHART_VALUES"}
 }
 
-save_node_logs() {  # the node's logs, one file (on failure)
+save_node_logs() {  # the node's logs, the NVIDIA pods' logs and the CDI specs, one file
   local logs="$CACHE/nodes/$NAME/logs"
-  [[ -d "$logs" ]] && tail -n 40 "$logs"/*.log > "$OUT/node-logs-$MODE.txt" 2>/dev/null
+  { [[ -d "$logs" ]] && tail -n 40 "$logs"/*.log
+    tail -n 60 /var/log/pods/nvidia-device-plugin_*/*/*.log
+    ls -la /var/run/cdi /etc/cdi "$CACHE/nodes/$NAME" 2>&1
+  } >> "$OUT/node-logs-$MODE.txt" 2>/dev/null
 }
 
 workload_image() {
@@ -123,9 +126,11 @@ c = connect(sys.argv[1])
 ns = namespaces.create_namespace(c, "gpu-probe", "h200-node")
 try:
     r = workloads.run(c, ns, PodSpec("probe", gpus=1, image=sys.argv[2], command=[
-        "python3", "-c", "import os; print(sorted(os.listdir('/dev')))"]), "h200-node",
+        "python3", "-c", "import os; print(sorted(os.listdir('/dev')))\ntry:\n import cupy;"
+        " print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceCount(), 'GPU(s)')\n"
+        "except Exception as e: print('cupy fails in the pod:', e)"]), "h200-node",
         timeout=120)
-    print(f"GPU probe pod: {r.phase} {r.diagnosis or ''} {r.logs.strip()[:300]}")
+    print(f"GPU probe pod: {r.phase} {r.diagnosis or ''} {r.logs.strip()[-500:]}")
     sys.exit(0 if r.phase == "Succeeded" and "nvidia0" in r.logs else 1)
 finally:
     namespaces.delete_namespace(c, ns)

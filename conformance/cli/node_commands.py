@@ -89,10 +89,12 @@ def register(sub) -> None:
                          "(e.g. /)")
     _nvidia_src(up)
     _chart_values(up)
-    up.add_argument("--gpu-injection", choices=("cdi", "runtime"), default="cdi",
-                    help="how pods get their GPUs: cdi (the plugin's CDI spec, plain runc; "
-                         "default) or runtime (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA "
-                         "runtime as containerd's default, as the GPU Operator sets it up)")
+    up.add_argument("--gpu-injection", choices=("cdi", "runtime"),
+                    help="how pods get their GPUs: cdi (the plugin's CDI spec, plain runc) or "
+                         "runtime (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA runtime as "
+                         "containerd's default, as the GPU Operator sets it up). Default: cdi, "
+                         "or runtime where --driver-root has no dev/ (the plugin's CDI spec "
+                         "would be empty there)")
     up.set_defaults(func=cmd_up)
     rc = nsub.add_parser("reconfigure", help="helm upgrade the node's device plugin chart with "
                          "new values (e.g. time-slicing) and wait for the rollout")

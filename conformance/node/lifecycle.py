@@ -64,7 +64,7 @@ Progress = Callable[[str], None]
 # ---- public API -----------------------------------------------------------------------------
 def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: str | None = None,
        dev_root: str | None = None, nvidia_src: str | None = None,
-       chart_values: dict | None = None, gpu_injection: str = "cdi",
+       chart_values: dict | None = None, gpu_injection: str | None = None,
        progress: Progress = print) -> NodeState:
     """Bring the node up (see the module docstring); raises UsageError for bad input or a host
     that cannot run a node (before anything starts), ComponentFailed / NotConverged when a
@@ -74,10 +74,11 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     ``config.map``, which the image's config-manager applies as upstream's does).
     ``gpu_injection``: "cdi" (pods get their GPUs from the plugin's CDI spec, plain runc) or
     "runtime" (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA runtime as containerd's
-    default, as the GPU Operator sets a node up)."""
+    default, as the GPU Operator sets a node up); None: :func:`choose_injection`."""
     t_start = time.monotonic()
-    if gpu_injection not in GPU_INJECTIONS:
+    if gpu_injection is not None and gpu_injection not in GPU_INJECTIONS:
         raise UsageError(f"GPU injection {gpu_injection!r}: one of {', '.join(GPU_INJECTIONS)}")
+    gpu_injection = choose_injection(gpu_injection, driver_root, progress)
     plane = ControlPlane(name)  # validates the name
     chart, nb, profile = check_inputs(gpu_profile=gpu_profile, driver_root=driver_root,
                                       dev_root=dev_root, nvidia_src=nvidia_src)
@@ -307,6 +308,27 @@ def _start_with_control_plane(plane: ControlPlane, progress: Progress,
                 future.result()
             raise
         return future.result()
+
+
+def choose_injection(requested: str | None, driver_root: str | None,
+                     progress: Progress) -> str:
+    """"cdi", unless the driver's root has no dev/ (its device nodes are elsewhere, --dev-root):
+    the device plugin (v0.20.0) then looks for them in its own container's /dev, finds none
+    and writes no CDI spec (its log: "Ignoring empty CDI specs ... empty device edits"), so
+    every GPU pod fails with "unresolvable CDI devices". Seen on the H200 machine (driver in
+    /usr/local/nvidia, devices in /dev); the runtime's injection serves that layout."""
+    split = driver_root is not None and not (Path(driver_root) / "dev").is_dir()
+    if requested is None:
+        if not split:
+            return "cdi"
+        progress(f"GPU injection: runtime ({driver_root} has no dev/: the device plugin's own "
+                 "CDI spec would name no device nodes)")
+        return chartmod.RUNTIME_INJECTION
+    if requested == "cdi" and split:
+        progress(f"warning: --gpu-injection cdi with {driver_root} lacking dev/: the device "
+                 "plugin writes an empty CDI spec and GPU pods fail with 'unresolvable CDI "
+                 "devices'; leave --gpu-injection out to use the runtime's injection")
+    return requested
 
 
 def _node_side(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,

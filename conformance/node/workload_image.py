@@ -43,11 +43,21 @@ PROBE = r'''
 import importlib, importlib.metadata as md, json, re, sys, sysconfig
 modules = sys.argv[1].split(",")
 out = {"executable": sys.executable, "version": sys.version.split()[0],
+       "prefix": sys.prefix, "base_prefix": sys.base_prefix,
        "stdlib": sysconfig.get_paths()["stdlib"],
        "platstdlib": sysconfig.get_paths()["platstdlib"], "errors": [], "versions": {},
        "site": [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))],
        "base_site": sysconfig.get_paths(vars={"base": sys.base_prefix,
                                               "platbase": sys.base_prefix})["purelib"]}
+# the site dirs the real interpreter (the one pods run, not a venv's) processes .pth files in
+import subprocess
+real = getattr(sys, "_base_executable", sys.executable)
+try:
+    out["base_sites"] = json.loads(subprocess.run(
+        [real, "-I", "-c", "import json, site; print(json.dumps(site.getsitepackages()))"],
+        capture_output=True, text=True, timeout=60).stdout)
+except Exception:
+    out["base_sites"] = []
 out["module_dirs"] = []
 for m in modules:
     try:
@@ -89,8 +99,12 @@ def closure(names):
         todo += [r for r in d.requires or [] if "extra ==" not in r]
     return dists
 roots = [n for n in ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy") if "cupy" in modules]
+# what the run imported beyond the declared requirements (CuPy imports ml_dtypes and
+# cuda.pathfinder when present): their distributions too
+owners = md.packages_distributions()
+imported = sorted({d for m in list(sys.modules) for d in owners.get(m.split(".")[0], [])})
 files = []
-for d in closure(roots + [m for m in modules if m != "cupy"]):
+for d in closure(roots + [m for m in modules if m != "cupy"] + imported):
     out["versions"][d.metadata["Name"]] = d.version
     for f in d.files or []:
         files.append(str(f.locate()))
@@ -140,6 +154,12 @@ def _is_library(path: str) -> bool:
     return ".so" in name and not name.endswith(".py")
 
 
+def _venv_prefix(doc: dict) -> Path | None:
+    """The venv the probed Python runs in, if it is one."""
+    prefix, base = doc.get("prefix"), doc.get("base_prefix")
+    return Path(prefix) if prefix and base and prefix != base else None
+
+
 def image_entries(doc: dict, busybox: Path) -> list[Entry]:
     """The files of the image: the interpreter and its libraries, the standard library, the
     distributions' Python files and extension modules, the shared libraries loaded by the
@@ -170,16 +190,31 @@ def image_entries(doc: dict, busybox: Path) -> list[Entry]:
     for entry in images.glibc_entries(dynamic):
         if not _driver_lib(entry.path):
             wanted.setdefault(entry.path, entry.source)
+    venv = _venv_prefix(doc)
+    if venv is not None and (venv / "pyvenv.cfg").is_file():
+        wanted[str(venv / "pyvenv.cfg")] = venv / "pyvenv.cfg"
     entries = [Entry(path, source=src, mode=0o755 if _is_library(path) or src == real_exe
                      else 0o644) for path, src in sorted(wanted.items())]
+    # A venv stays a venv: its interpreter (a link to the real one) beside its pyvenv.cfg, so
+    # site.getsitepackages() names its site-packages, where CUDA's library finder
+    # (cuda.pathfinder) looks for the nvidia-* wheels' libraries.
+    if venv is not None:
+        for name in {exe.name, "python3", "python"}:
+            link = venv / "bin" / name
+            if link != real_exe:
+                entries.append(Entry(str(link), link=str(real_exe)))
     # A venv's (or user) site-packages are found through pyvenv.cfg beside the venv's own
     # executable; pods run the real one: a .pth in its own site-packages names them instead.
     found_on = [str(Path(d).parent) for d in doc.get("module_dirs", [])]
+    # (Debian's python3 reads .pth files in dist-packages, not in the site-packages a venv's
+    # sysconfig names: the real interpreter's own site dirs, as it reported them, take it)
+    bases = doc.get("base_sites") or [doc.get("base_site")]
     extra = [p for p in dict.fromkeys([*doc.get("site", []), *found_on])
-             if p not in (doc.get("base_site"), doc["stdlib"], doc["platstdlib"])]
-    if extra and doc.get("base_site"):
-        entries.append(Entry(f"{doc['base_site']}/gpuconf-workload-image.pth",
-                             data="".join(f"{p}\n" for p in extra).encode(), mode=0o644))
+             if p not in (*bases, doc["stdlib"], doc["platstdlib"])]
+    for base in bases if extra else []:
+        if base:
+            entries.append(Entry(f"{base}/gpuconf-workload-image.pth",
+                                 data="".join(f"{p}\n" for p in extra).encode(), mode=0o644))
     # a shell for the suites' scripts (``sh -c "nvidia-smi -L ..."``): the node's static busybox
     entries += images.busybox_entries(busybox)
     for name in {exe.name, "python3", "python"}:  # the names pods run it by
@@ -205,7 +240,8 @@ def workload_image(python: str = "python3", *, tag: str | None = None,
         raise UsageError(f"busybox missing under {binaries.cache_dir() / 'bin'}: run "
                          "`make setup` (the image's shell)")
     # CDI mounts the driver's binaries (nvidia-smi) where the driver root has them
-    path = f"{images.PATH_ENV}:/usr/local/nvidia/bin"
+    venv = _venv_prefix(doc)
+    path = (f"{venv / 'bin'}:" if venv else "") + f"{images.PATH_ENV}:/usr/local/nvidia/bin"
     return Image([ref], image_entries(doc, busybox), cmd=[str(Path(doc["executable"]))],
                  env={"PATH": path, "PYTHONDONTWRITEBYTECODE": "1",
                       "CUPY_CACHE_DIR": "/tmp/cupy-cache", "HOME": "/tmp"}), doc

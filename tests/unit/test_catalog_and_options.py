@@ -55,6 +55,18 @@ def test_every_plugin_option_has_help():
             assert options._flag(f, pytest=True) in group, f.name
 
 
+def test_kubeconfig_is_registered_where_pytest_kind_is_not_installed(monkeypatch):
+    """The H200 run had the suite's wheels but not pytest-kind's: pytest refused --kubeconfig."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "pytest_kind" else real(name, *a))
+    parser = argparse.ArgumentParser()
+    options.add_pytest_options(type("Group", (), {"addoption": parser.add_argument})())
+    assert parser.parse_args(["--kubeconfig=/k"]).kubeconfig == "/k"
+
+
 def test_run_options_reach_pytest_as_given():
     """`gpuconf run --workload-image X` was refused once although the README offered it."""
     args = build_parser().parse_args(["run", "--workload-image", "registry.local/cupy:1",

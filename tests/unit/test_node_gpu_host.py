@@ -1,0 +1,62 @@
+"""What the real node decides from a GPU host's layout, as the H200 machine showed it.
+
+On that machine the driver's libraries are in /usr/local/nvidia and its device nodes in /dev:
+the device plugin's own CDI spec came out empty there, and a workload image built from a venv's
+Python lost the venv (CUDA's library finder looks in the venv's site-packages).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conformance.node import lifecycle
+from conformance.node.workload_image import image_entries
+
+
+def test_a_driver_root_without_dev_gets_the_runtimes_injection(tmp_path):
+    said: list[str] = []
+    assert lifecycle.choose_injection(None, str(tmp_path), said.append) == "runtime"
+    assert "has no dev/" in said[0]
+
+
+def test_a_driver_root_with_dev_and_the_mock_keep_cdi(tmp_path):
+    (tmp_path / "dev").mkdir()
+    assert lifecycle.choose_injection(None, str(tmp_path), print) == "cdi"
+    assert lifecycle.choose_injection(None, None, print) == "cdi"  # the mock NVML's profile
+
+
+def test_cdi_asked_for_on_a_split_layout_is_kept_with_a_warning(tmp_path):
+    said: list[str] = []
+    assert lifecycle.choose_injection("cdi", str(tmp_path), said.append) == "cdi"
+    assert said and said[0].startswith("warning:") and "unresolvable CDI" in said[0]
+
+
+def _venv(tmp_path: Path) -> dict:
+    """A probe's findings for a venv whose base interpreter is tmp_path/base/bin/python3."""
+    base, venv = tmp_path / "base", tmp_path / "venv"
+    (base / "bin").mkdir(parents=True)
+    (base / "bin" / "python3").write_text("")
+    (venv / "lib" / "site-packages").mkdir(parents=True)
+    (venv / "bin").mkdir()
+    (venv / "bin" / "python3").symlink_to(base / "bin" / "python3")  # as `python -m venv` does
+    (venv / "pyvenv.cfg").write_text(f"home = {base / 'bin'}\n")
+    stdlib = base / "lib" / "python3"
+    stdlib.mkdir(parents=True)
+    return {"executable": str(venv / "bin" / "python3"), "prefix": str(venv),
+            "base_prefix": str(base), "stdlib": str(stdlib), "platstdlib": str(stdlib),
+            "site": [str(venv / "lib" / "site-packages")], "files": [], "loaded": [],
+            "base_sites": [str(base / "lib" / "dist-packages")]}
+
+
+def test_a_venvs_python_stays_a_venv_in_the_image(tmp_path, monkeypatch):
+    from conformance.node import images
+    monkeypatch.setattr(images, "glibc_entries", lambda _paths: [])
+    monkeypatch.setattr(images, "busybox_entries", lambda _bb: [])
+    doc = _venv(tmp_path)
+    entries = {e.path: e for e in image_entries(doc, tmp_path / "busybox")}
+    venv, base_exe = Path(doc["prefix"]), str(tmp_path / "base" / "bin" / "python3")
+    assert str(venv / "pyvenv.cfg") in entries  # site.getsitepackages() names the venv's
+    assert entries[str(venv / "bin" / "python3")].link == base_exe
+    # and a plain `python3` of the base interpreter still finds the venv's packages
+    pth = entries[f"{doc['base_sites'][0]}/gpuconf-workload-image.pth"]
+    assert pth.data.decode().split() == doc["site"]
