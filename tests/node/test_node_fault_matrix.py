@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cluster.client import connect
-from conformance.cluster.namespaces import leftover_namespaces
-from tests.integration.conftest import run_suites, verdicts
+from tests.integration.conftest import assert_fails_exactly, run_suites
 from tests.node import node_faults
 from tests.node.conftest import GPU_COUNT, NODE_NAME
 
@@ -69,14 +68,5 @@ def test_node_fault_fails_the_right_requirements(fault, ctx, node, tmp_path):
     node_faults.FAULTS[fault](ctx)
     code, doc, out = run_suites(Path(node.kubeconfig), tmp_path, *SUITES, target="node",
                                 timeout=SUITES_TIMEOUT_S)
-    failed = verdicts(doc, "fail")
-    assert failed == must_fail, (f"{fault}: expected exactly {sorted(must_fail)} to fail; "
-                                 f"missing {sorted(must_fail - failed)}, unexpected "
-                                 f"{sorted(failed - must_fail)}\n{out[-2000:]}")
-    assert code == (1 if must_fail else 0), out[-2000:]
-    rows = {r["id"]: r for r in doc["requirements"]}
-    diagnoses = " ".join(rows[i]["diagnosis"] + " " + rows[i]["message"] for i in must_fail)
-    assert layer_word.lower() in diagnoses.lower(), diagnoses
-    assert all(rows[i]["evidence"] for i in must_fail), "a failing check attached no evidence"
-    assert leftover_namespaces(connect(str(node.kubeconfig))) == [], (
-        "failing checks left test namespaces behind")
+    assert_fails_exactly(fault, code, doc, out, must_fail, layer_word,
+                         connect(str(node.kubeconfig)))

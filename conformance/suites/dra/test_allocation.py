@@ -49,6 +49,11 @@ def _claims_yaml(cluster, namespace: str) -> ev.Evidence:
                        ev.to_yaml(cluster_dra.list_claims(cluster, namespace)))
 
 
+def _one_device(targets) -> dict:
+    """A claim spec for one device of the first target's DeviceClass."""
+    return cluster_dra.claim_spec(cluster_dra.request(device_class=targets[0].device_class))
+
+
 def _pool_node(view, pool_name: str) -> str | None:
     return next((p.node for p in view.pools if p.name == pool_name), None)
 
@@ -57,13 +62,12 @@ def _pool_node(view, pool_name: str) -> str | None:
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_template_claim_is_allocated_and_reserved(request, cluster, namespace, gpu_env,
                                                    require_dra, targets, evidence):
-    device_class = targets[0].device_class
-    tpl = cluster_dra.create_template(cluster, namespace, "one", cluster_dra.claim_spec(
-        cluster_dra.request(device_class=device_class)), gpu_env.run_id)
+    tpl = cluster_dra.create_template(cluster, namespace, "one", _one_device(targets),
+                                      gpu_env.run_id)
     pod = cluster_dra.create_claim_pod(cluster, namespace, "one", gpu_env.run_id, template=tpl)
     node, reason = cluster_dra.place(cluster, namespace, pod)
     evidence.append(_claims_yaml(cluster, namespace))
-    assert node, (f"a pod with one {device_class} claim was not scheduled: {reason}"
+    assert node, (f"a pod with one {targets[0].device_class} claim was not scheduled: {reason}"
                   + require_dra.class_hint())
     claims = cluster_dra.wait_allocated(cluster, namespace, pod)
     devices = cluster_dra.devices_of(claims)
@@ -213,9 +217,8 @@ def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_shared_claim_one_device_many_reservations(request, cluster, namespace, gpu_env,
                                                    require_dra, targets, evidence):
-    device_class = targets[0].device_class
-    claim = cluster_dra.create_claim(cluster, namespace, "shared", cluster_dra.claim_spec(
-        cluster_dra.request(device_class=device_class)), gpu_env.run_id)
+    claim = cluster_dra.create_claim(cluster, namespace, "shared", _one_device(targets),
+                                     gpu_env.run_id)
     names = [cluster_dra.create_claim_pod(cluster, namespace, f"share-{i}", gpu_env.run_id,
                                           claim=claim) for i in range(SHARERS)]
     placed = {n: cluster_dra.place(cluster, namespace, n) for n in names}
