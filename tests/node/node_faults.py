@@ -141,8 +141,9 @@ def sharing_config_rejected(ctx: Ctx) -> None:
         "default": "default", "map": {"default": TIME_SLICING_4}}}, progress=lambda _m: None)
     lifecycle.reconfigure(ctx.name, chart_values={"config": {
         "default": "default", "map": {"default": REJECTED}}}, wait=False)
-    ctx.wait("the device plugin refusing its sharing config",
-             lambda: _crash_looping(PLUGIN_DS)(ctx) or _no_gpus(ctx))
+    ctx.wait("the device plugin and GFD refusing their sharing config",
+             lambda: _crash_looping(PLUGIN_DS)(ctx) or _crash_looping(GFD_DS)(ctx)
+             or _no_gpus(ctx))
 
 
 def gfd_stopped_labels_stale(ctx: Ctx) -> None:
