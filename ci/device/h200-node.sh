@@ -122,13 +122,24 @@ import sys
 from conformance.cluster import namespaces, workloads
 from conformance.cluster.client import connect
 from conformance.cluster.pods import PodSpec
+PROBE = """
+import os
+print(sorted(os.listdir('/dev')))
+try:
+    import cupy
+    print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceCount(), 'GPU(s)')
+    k = cupy.RawKernel('extern "C" __global__ void f(float* x){x[threadIdx.x]*=2.0f;}', 'f')
+    x = cupy.ones(32, dtype=cupy.float32)
+    k((1,), (32,), (x,))
+    print('a kernel compiled in the pod ran:', float(x.sum()), float(cupy.random.random(8).sum()) > 0)
+except Exception as e:
+    print('cupy fails in the pod:', repr(e)[:400])
+"""
 c = connect(sys.argv[1])
 ns = namespaces.create_namespace(c, "gpu-probe", "h200-node")
 try:
     r = workloads.run(c, ns, PodSpec("probe", gpus=1, image=sys.argv[2], command=[
-        "python3", "-c", "import os; print(sorted(os.listdir('/dev')))\ntry:\n import cupy;"
-        " print('cupy', cupy.__version__, cupy.cuda.runtime.getDeviceCount(), 'GPU(s)')\n"
-        "except Exception as e: print('cupy fails in the pod:', e)"]), "h200-node",
+        "python3", "-c", PROBE]), "h200-node",
         timeout=120)
     print(f"GPU probe pod: {r.phase} {r.diagnosis or ''} {r.logs.strip()[-500:]}")
     sys.exit(0 if r.phase == "Succeeded" and "nvidia0" in r.logs else 1)
@@ -209,8 +220,9 @@ run)
   say "run done in $((SECONDS - START)) s"
   ;;
 sliced)
-  stage_left stage1 && stage_left stage2 || { say "the binaries are gone: stage, then run"; exit 2; }
+  stage_left stage1 || { say "the binaries are gone: stage, then run (or sliced) at once"; exit 2; }
   install_site
+  stage_left stage2 || unpack "$STAGE/stage2.tar.xz" || { say "stage 2 did not unpack (carry it)"; exit 1; }
   node_up || { say "node up failed"; save_node_logs; exit 1; }
   ref=$(workload_image) || { say "no workload image"; exit 1; }
   for kernel in ${SLICED_KERNELS:-membw fp32 gemm}; do

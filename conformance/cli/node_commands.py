@@ -93,8 +93,8 @@ def register(sub) -> None:
                     help="how pods get their GPUs: cdi (the plugin's CDI spec, plain runc) or "
                          "runtime (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA runtime as "
                          "containerd's default, as the GPU Operator sets it up). Default: cdi, "
-                         "or runtime where --driver-root has no dev/ (the plugin's CDI spec "
-                         "would be empty there)")
+                         "or runtime where --driver-root has no dev/nvidiactl (the plugin's CDI "
+                         "spec would be empty there)")
     up.set_defaults(func=cmd_up)
     rc = nsub.add_parser("reconfigure", help="helm upgrade the node's device plugin chart with "
                          "new values (e.g. time-slicing) and wait for the rollout")

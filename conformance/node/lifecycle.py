@@ -312,22 +312,23 @@ def _start_with_control_plane(plane: ControlPlane, progress: Progress,
 
 def choose_injection(requested: str | None, driver_root: str | None,
                      progress: Progress) -> str:
-    """"cdi", unless the driver's root has no dev/ (its device nodes are elsewhere, --dev-root):
-    the device plugin (v0.20.0) then looks for them in its own container's /dev, finds none
-    and writes no CDI spec (its log: "Ignoring empty CDI specs ... empty device edits"), so
-    every GPU pod fails with "unresolvable CDI devices". Seen on the H200 machine (driver in
-    /usr/local/nvidia, devices in /dev); the runtime's injection serves that layout."""
-    split = driver_root is not None and not (Path(driver_root) / "dev").is_dir()
+    """"cdi", unless the driver's root holds no device nodes (no dev/nvidiactl below it: they
+    are elsewhere, --dev-root): the device plugin (v0.20.0) then looks for them in its own
+    container's /dev, finds none and writes no CDI spec (its log: "Ignoring empty CDI specs
+    ... empty device edits"), so every GPU pod fails with "unresolvable CDI devices". Seen on
+    the H200 machine (driver in /usr/local/nvidia, which has a dev/ folder without device
+    nodes; devices in /dev); the runtime's injection serves that layout."""
+    split = driver_root is not None and not (Path(driver_root) / "dev" / "nvidiactl").exists()
     if requested is None:
         if not split:
             return "cdi"
-        progress(f"GPU injection: runtime ({driver_root} has no dev/: the device plugin's own "
-                 "CDI spec would name no device nodes)")
+        progress(f"GPU injection: runtime ({driver_root} has no dev/nvidiactl: the device "
+                 "plugin's own CDI spec would name no device nodes)")
         return chartmod.RUNTIME_INJECTION
     if requested == "cdi" and split:
-        progress(f"warning: --gpu-injection cdi with {driver_root} lacking dev/: the device "
-                 "plugin writes an empty CDI spec and GPU pods fail with 'unresolvable CDI "
-                 "devices'; leave --gpu-injection out to use the runtime's injection")
+        progress(f"warning: --gpu-injection cdi with no dev/nvidiactl below {driver_root}: the "
+                 "device plugin writes an empty CDI spec and GPU pods fail with 'unresolvable "
+                 "CDI devices'; leave --gpu-injection out to use the runtime's injection")
     return requested
 
 

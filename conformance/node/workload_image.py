@@ -78,6 +78,33 @@ if "cupy" in modules and not out["errors"]:
         out["gpu"] = cupy.cuda.runtime.getDeviceProperties(0)["name"].decode()
     except Exception as exc:
         out["gpu_error"] = str(exc).splitlines()[0][:300]
+# CuPy compiles its kernels with NVRTC at run time, against the CUDA headers it finds: the
+# CUDA_PATH (or /usr/local/cuda) toolkit or the nvidia-* wheels' include folders (the [ctk]
+# extra; CUDA's path finder). None of them is a module import: name them, they go in whole.
+import glob, os
+headers = []
+try:
+    from cuda import pathfinder
+    for name in ("cudart", "nvrtc", "cccl"):
+        try:
+            headers.append(pathfinder.find_nvidia_header_directory(name))
+        except Exception:
+            pass
+except Exception:
+    pass
+try:
+    from cupy import _environment
+    cuda_path = _environment.get_cuda_path()
+    if cuda_path:
+        headers.append(os.path.join(cuda_path, "include"))
+except Exception:
+    pass
+for site_dir in out["site"]:
+    for header in ("cuda_runtime.h", "cuda_fp16.h"):
+        headers += [os.path.dirname(h) for h in glob.glob(f"{site_dir}/nvidia/*/include/{header}")]
+out["header_dirs"] = sorted({os.path.abspath(h) for h in headers
+                             if h and os.path.isfile(os.path.join(h, "cuda_runtime.h"))})
+out["cuda_path_env"] = os.environ.get("CUDA_PATH")
 libs = set()
 for line in open("/proc/self/maps"):
     path = line.split()[-1] if len(line.split()) >= 6 else ""
@@ -186,6 +213,10 @@ def image_entries(doc: dict, busybox: Path) -> list[Entry]:
         wanted[str(p)] = p.resolve()
     for lib in loaded:
         wanted.setdefault(lib, Path(lib).resolve())
+    for header_dir in doc.get("header_dirs", []):  # what NVRTC compiles CuPy's kernels against
+        for f in Path(header_dir).rglob("*"):
+            if f.is_file():
+                wanted.setdefault(str(f), f.resolve())
     dynamic = [real_exe, *(p for p in wanted.values() if _is_library(str(p)))]
     for entry in images.glibc_entries(dynamic):
         if not _driver_lib(entry.path):
@@ -244,7 +275,10 @@ def workload_image(python: str = "python3", *, tag: str | None = None,
     path = (f"{venv / 'bin'}:" if venv else "") + f"{images.PATH_ENV}:/usr/local/nvidia/bin"
     return Image([ref], image_entries(doc, busybox), cmd=[str(Path(doc["executable"]))],
                  env={"PATH": path, "PYTHONDONTWRITEBYTECODE": "1",
-                      "CUPY_CACHE_DIR": "/tmp/cupy-cache", "HOME": "/tmp"}), doc
+                      "CUPY_CACHE_DIR": "/tmp/cupy-cache", "HOME": "/tmp",
+                      # the toolkit the host's CuPy was pointed at, at the same path in the image
+                      **({"CUDA_PATH": doc["cuda_path_env"]} if doc.get("cuda_path_env") else {})
+                      }), doc
 
 
 def build_and_import(name: str, *, python: str = "python3", tag: str | None = None,

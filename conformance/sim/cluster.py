@@ -147,6 +147,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
                            nodes=None if profile else current.nodes,
                            gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)
+    standin.wait_for_a_full_pass(cluster, progress)
     if new.operator == "standin":
         wait_rolled_out(cluster, new, progress)
     state.profile = new.profile

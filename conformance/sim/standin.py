@@ -29,6 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, already_done, connect
 from conformance.common.console import Progress
+from conformance.common.errors import NotConverged
 from conformance.nvidia import clusterpolicy, driver, operands
 from conformance.nvidia import labels as L
 from conformance.nvidia.clusterpolicy import ClusterPolicy
@@ -58,6 +59,8 @@ UNPINNED_NAMESPACE = "ml-team"
 UNPINNED_DEPLOYMENT = "trainer"
 CONFIG_NAMESPACE = "kube-system"
 CONFIG_MAP = "gpuconf-sim-standin"
+SYNC_REQUEST_KEY = "sync-request"  # see wait_for_a_full_pass
+SYNC_DONE_KEY = "sync-done"
 CLUSTER_POLICY = "cluster-policy"
 OPERATOR_VERSION = "v26.7.0"  # the chart version the stand-in plays (../shared/upstream)
 DEVICE_PLUGIN_CONFIG_MAP = "device-plugin-config"
@@ -366,14 +369,43 @@ def _save_state(cluster: Cluster, state: SimState) -> None:
                            CONFIG_MAP, CONFIG_NAMESPACE, body))
 
 
-def load_state(cluster: Cluster) -> SimState | None:
+def _state_map(cluster: Cluster):
     try:
-        cm = cluster.core.read_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE)
+        return cluster.core.read_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE)
     except ApiException as exc:
         if exc.status == 404:
             return None
         raise
-    return SimState(**json.loads(cm.data["state.json"]))
+
+
+def load_state(cluster: Cluster) -> SimState | None:
+    cm = _state_map(cluster)
+    return None if cm is None else SimState(**json.loads(cm.data["state.json"]))
+
+
+def wait_for_a_full_pass(cluster: Cluster, progress: Progress, timeout: float = 60.0) -> None:
+    """Until the controller loop has run one whole pass that began after this call.
+
+    ``reconcile`` writes the state first and the objects after it, while the loop keeps
+    running in its own process: a pass that read the new state with the old sharing ConfigMap
+    (or the old state with the new nodes) writes what neither asked for. A pass that begins
+    after ``reconcile`` returned reads only the final objects and writes them right, and the
+    loop's passes never overlap, so once it is done nothing stale is left to land."""
+    token = f"{time.time_ns():x}"
+    cluster.core.patch_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE,
+                                             {"data": {SYNC_REQUEST_KEY: token}})
+    deadline = time.monotonic() + timeout
+    said = False
+    while time.monotonic() < deadline:
+        cm = _state_map(cluster)
+        if cm is not None and (cm.data or {}).get(SYNC_DONE_KEY) == token:
+            return
+        if not said and time.monotonic() > deadline - timeout + 3:
+            progress("waiting for the stand-in's controller loop to apply the new state")
+            said = True
+        time.sleep(0.2)
+    raise NotConverged(f"the stand-in's controller loop did not complete a pass within "
+                       f"{timeout:.0f}s: see logs/standin.log of the sim")
 
 
 def _create_or_replace(create, replace) -> None:
@@ -441,16 +473,25 @@ def _update_node(cluster: Cluster, node, plan: NodePlan, *, operator: bool = Tru
         patch["spec"] = {"taints": plan.taints}
     if patch:
         cluster.core.patch_node(plan.name, patch)
+    status = _status_change(plan, node)
+    if status:
+        cluster.core.patch_node_status(plan.name, {"status": status})
+
+
+def _status_change(plan: NodePlan, node, keep=lambda _resource: True) -> dict:
+    """The node status patch that makes its capacity and allocatable the plan's (only the
+    resources ``keep`` selects; GPU resources the plan does not name are removed)."""
     status = {}
     for part, want, have in (
             ("capacity", plan.resources, node.status.capacity or {}),
+            # a refusing plugin's GPUs stay in capacity, with nothing allocatable
             ("allocatable", plan.allocatable or plan.resources, node.status.allocatable or {})):
-        changed: dict[str, str | None] = {k: v for k, v in want.items() if have.get(k) != v}
+        changed: dict[str, str | None] = {k: v for k, v in want.items()
+                                          if keep(k) and have.get(k) != v}
         changed.update({k: None for k in have if L.is_gpu_resource(k) and k not in want})
         if changed:
             status[part] = changed
-    if status:
-        cluster.core.patch_node_status(plan.name, {"status": status})
+    return status
 
 
 def _taint_keys(taints: list[dict]) -> set[tuple]:
@@ -716,9 +757,20 @@ def _ensure_unpinned_workload(cluster: Cluster, wanted: bool) -> None:
 
 # ---- controller loop -----------------------------------------------------------------------
 def control_once(cluster: Cluster) -> None:
-    """One pass of what the operator and the device plugin do continuously."""
-    state = load_state(cluster)
-    if state is None or state.has("standin-ignores-changes"):
+    """One pass of what the operator and the device plugin do continuously; then the pass
+    acknowledges the sync request it read at its start (:func:`wait_for_a_full_pass`)."""
+    cm = _state_map(cluster)
+    if cm is None:
+        return
+    _control(cluster, SimState(**json.loads(cm.data["state.json"])))
+    request = (cm.data or {}).get(SYNC_REQUEST_KEY)
+    if request and cm.data.get(SYNC_DONE_KEY) != request:
+        cluster.core.patch_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE,
+                                                 {"data": {SYNC_DONE_KEY: request}})
+
+
+def _control(cluster: Cluster, state: SimState) -> None:
+    if state.has("standin-ignores-changes"):
         return
     dra.control_once(cluster, state)
     if gpucluster.wanted(state.resolve_profile()):
@@ -848,12 +900,9 @@ def _sync_sharing(cluster: Cluster, plans: list[NodePlan], nodes: dict) -> None:
                        and k not in plan.labels})
         if labels:
             cluster.core.patch_node(plan.name, {"metadata": {"labels": labels}})
-        have = {k: v for k, v in (node.status.capacity or {}).items() if L.is_gpu_resource(k)}
-        want = {k: v for k, v in plan.resources.items() if L.is_gpu_resource(k)}
-        if have != want:
-            change = {**want, **{k: None for k in have if k not in want}}
-            cluster.core.patch_node_status(plan.name, {"status": {"capacity": change,
-                                                                  "allocatable": change}})
+        status = _status_change(plan, node, keep=L.is_gpu_resource)
+        if status:
+            cluster.core.patch_node_status(plan.name, {"status": status})
 
 
 def _node_labels(cluster: Cluster) -> dict[str, dict[str, str]]:

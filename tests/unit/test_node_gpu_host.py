@@ -13,14 +13,17 @@ from conformance.node import lifecycle
 from conformance.node.workload_image import image_entries
 
 
-def test_a_driver_root_without_dev_gets_the_runtimes_injection(tmp_path):
+def test_a_driver_root_without_device_nodes_gets_the_runtimes_injection(tmp_path):
+    """The H200 machine's /usr/local/nvidia has a dev/ folder, but no device nodes in it."""
+    (tmp_path / "dev").mkdir()
     said: list[str] = []
     assert lifecycle.choose_injection(None, str(tmp_path), said.append) == "runtime"
-    assert "has no dev/" in said[0]
+    assert "has no dev/nvidiactl" in said[0]
 
 
-def test_a_driver_root_with_dev_and_the_mock_keep_cdi(tmp_path):
+def test_a_driver_root_with_device_nodes_and_the_mock_keep_cdi(tmp_path):
     (tmp_path / "dev").mkdir()
+    (tmp_path / "dev" / "nvidiactl").write_text("")  # a stand-in for the character device
     assert lifecycle.choose_injection(None, str(tmp_path), print) == "cdi"
     assert lifecycle.choose_injection(None, None, print) == "cdi"  # the mock NVML's profile
 
@@ -60,3 +63,20 @@ def test_a_venvs_python_stays_a_venv_in_the_image(tmp_path, monkeypatch):
     # and a plain `python3` of the base interpreter still finds the venv's packages
     pth = entries[f"{doc['base_sites'][0]}/gpuconf-workload-image.pth"]
     assert pth.data.decode().split() == doc["site"]
+
+
+def test_the_cuda_headers_cupy_compiles_against_go_into_the_image(tmp_path, monkeypatch):
+    """On the H200 every kernel pod failed with "Failed to find CUDA headers": CuPy's NVRTC
+    compiles against the nvidia-* wheels' include folder, which no import names."""
+    from conformance.node import images
+    monkeypatch.setattr(images, "glibc_entries", lambda _paths: [])
+    monkeypatch.setattr(images, "busybox_entries", lambda _bb: [])
+    doc = _venv(tmp_path)
+    include = Path(doc["site"][0]) / "nvidia" / "cu13" / "include"
+    (include / "crt").mkdir(parents=True)
+    for name in ("cuda_runtime.h", "cuda_fp16.h", "crt/host_defines.h"):
+        (include / name).write_text("/* header */")
+    doc["header_dirs"] = [str(include)]
+    paths = {e.path for e in image_entries(doc, tmp_path / "busybox")}
+    assert {str(include / n) for n in ("cuda_runtime.h", "cuda_fp16.h",
+                                       "crt/host_defines.h")} <= paths
