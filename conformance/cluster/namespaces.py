@@ -12,7 +12,7 @@ import time
 
 from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, already_done
 from conformance.cluster.waits import wait_for
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -74,16 +74,23 @@ def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False,
         if exc.status != 404:
             raise
         return
-    # Pods on KWOK nodes only go once their deletion is played out; force them now.
-    try:
-        for pod in cluster.core.list_namespaced_pod(name).items:
-            cluster.core.delete_namespaced_pod(pod.metadata.name, name, grace_period_seconds=0)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    force_delete_pods(cluster, name)
     if wait:
         wait_for(f"namespace {name} to be deleted", lambda: _gone(cluster, name),
                  timeout=timeout)
+
+
+def force_delete_pods(cluster: Cluster, name: str) -> None:
+    """Pods on KWOK nodes only go once their deletion is played out (the namespace controller
+    deletes them with their 30 s grace period and comes back after it): force them now."""
+    try:
+        for pod in cluster.core.list_namespaced_pod(name).items:
+            with already_done(404):
+                cluster.core.delete_namespaced_pod(pod.metadata.name, name,
+                                                   grace_period_seconds=0)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
 
 
 def _gone(cluster: Cluster, name: str) -> bool:
