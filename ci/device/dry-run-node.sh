@@ -12,6 +12,8 @@ cd "$(dirname "$0")/../.."
 DRY=${DRY_DIR:-/tmp/gpuconf-dry}
 PY=${PY:-$PWD/.venv/bin/python}
 rm -rf "$DRY/drv" "$DRY/devroot" && mkdir -p "$DRY/out"
+# what an earlier dry run's calls left as done (on the device machine /tmp starts empty)
+rm -f /tmp/gpuconf-ts.replicas /tmp/gpuconf-sliced-*.done /tmp/gpuconf-workload-image.ref
 "$PY" - "$DRY" <<'EOF'
 import shutil, sys
 from pathlib import Path
@@ -29,6 +31,7 @@ export WHEELS=/nonexistent  # the venv has the packages (the .whl/ wheels are fo
 export WORKLOAD_ARGS="--no-kernel-probe" SLICED_KERNELS=membw SLICED_PODS=1,2 SLICED_SECONDS=2
 export EXTRA_PYTHONPATH="$PWD/tests/unit/fakes"  # CuPy's and NVML's CPU stand-ins
 for mode in ${*:-stage run sliced}; do
+  rm -rf "$DRY/out/$mode"
   OUT="$DRY/out/$mode" bash ci/device/h200-node.sh "$mode"
   echo "== $mode: exit $?; files: $(ls "$DRY/out/$mode" | tr '\n' ' ')"
 done

@@ -9,8 +9,10 @@
 #           saying it is gone otherwise), unpack stage 2, bring the node up on the real driver
 #           (/usr/local/nvidia, devices in /), build the CuPy workload image from this host's
 #           python3 and import it, run stack, scheduling, sharing and operations against it
-#   sliced  call 3: time-sliced pods (replicas 8): N pods x membw / fp32 / gemm together, the
-#           same copies as processes, memory and fault isolation between pods
+#   sliced  call 3: time-sliced pods: for each of SLICED_REPLICAS (default 8, or "2 4"), N <=
+#           replicas pods x SLICED_KERNELS (membw fp32 gemm) together and the same copies as
+#           processes, one result file per kernel and replicas (keep kernels x replicas <= 5:
+#           8 files a call); then (unless SKIP_ISOLATION) memory and fault isolation between pods
 #
 # Each call writes at most 8 files into $OUT as it goes (a later failing step keeps what the
 # earlier ones wrote). The node is left up between calls (its processes have sessions of their
@@ -52,6 +54,7 @@ unpack() {  # unpack ARCHIVE: into the cache's bin folder, and a manifest of wha
   unxz "$archive" | tar -xv -C "$CACHE/bin" | grep -v '/$' | sort > "$CACHE/bin/.$name.files"
   (( PIPESTATUS[0] == 0 && PIPESTATUS[1] == 0 )) || return 1
   (cd "$CACHE/bin" && xargs -a ".$name.files" sha256sum > ".$name.sha256")
+  sha256sum < "$archive" > "$CACHE/bin/.$name.archive"  # which archive they came from
   say "$name: $(wc -l < "$CACHE/bin/.$name.files") files unpacked into $CACHE/bin"
 }
 
@@ -61,8 +64,12 @@ unxz() {  # unxz FILE: to stdout, with xz or, where it is missing, Python's lzma
   fi
 }
 
-stage_left() {  # stage_left NAME: 0 when the stage's files are all there, unchanged
-  [[ -f "$CACHE/bin/.$1.sha256" ]] && (cd "$CACHE/bin" && sha256sum -c --quiet ".$1.sha256")
+stage_left() {  # stage_left NAME: 0 when the stage's files are all there, unchanged, and where
+  # this call carries the stage's archive, unpacked from that very archive (not an older one)
+  [[ -f "$CACHE/bin/.$1.sha256" ]] && (cd "$CACHE/bin" && sha256sum -c --quiet ".$1.sha256") \
+    || return 1
+  [[ -f "$STAGE/$1.tar.xz" ]] || return 0
+  [[ "$(cat "$CACHE/bin/.$1.archive" 2>/dev/null)" == "$(sha256sum < "$STAGE/$1.tar.xz")" ]]
 }
 
 install_site() {  # the wheels this image lacks, and the project's pytest entry point
@@ -148,24 +155,34 @@ finally:
 EOF
 }
 
-time_sliced() {  # the plugin configured for time-slicing (replicas 8), once
-  [[ -f /tmp/gpuconf-ts8.done ]] && return 0
-  printf 'config:\n  default: default\n  map:\n    default: |\n      version: v1\n      sharing:\n        timeSlicing:\n          resources:\n          - name: nvidia.com/gpu\n            replicas: 8\n' > /tmp/ts8.yaml
-  timeout 120 "$PY" -m conformance.cli node reconfigure --name "$NAME" --chart-values /tmp/ts8.yaml \
-    && touch /tmp/gpuconf-ts8.done
+time_sliced() {  # time_sliced REPLICAS: the plugin configured for time-slicing, once per value
+  local replicas=$1 applied=/tmp/gpuconf-ts.replicas
+  [[ $(cat $applied 2>/dev/null) == "$replicas" ]] && return 0
+  printf 'config:\n  default: default\n  map:\n    default: |\n      version: v1\n      sharing:\n        timeSlicing:\n          resources:\n          - name: nvidia.com/gpu\n            replicas: %s\n' \
+    "$replicas" > /tmp/ts.yaml
+  timeout 120 "$PY" -m conformance.cli node reconfigure --name "$NAME" --chart-values /tmp/ts.yaml \
+    && echo "$replicas" > $applied
 }
 
-sliced_kernel() {  # sliced_kernel KERNEL PODS: N pods and N processes, one result file
-  local kernel=$1 pods=$2 out="$OUT/h200-node-sliced-$1-$DATE.json"
-  [[ -s /tmp/gpuconf-sliced-$kernel.done ]] && return 0  # an earlier call brought it back
-  (( $(left) > 120 )) || { say "out of time before the time-sliced $kernel pods"; return 1; }
-  time_sliced || { say "time-slicing 8 not applied"; save_node_logs; return 1; }
+pods_up_to() {  # pods_up_to MAX LIST: the pod counts of the comma list LIST that are <= MAX
+  local n out=()
+  for n in ${2//,/ }; do (( n <= $1 )) && out+=("$n"); done
+  local IFS=,; echo "${out[*]}"
+}
+
+sliced_kernel() {  # sliced_kernel KERNEL PODS REPLICAS: N pods and N processes, one result file
+  local kernel=$1 replicas=$3 pods tag=$1-r$3
+  local out="$OUT/h200-node-sliced-$tag-$DATE.json"
+  pods=$(pods_up_to "$replicas" "$2")  # one GPU: no more pods than slices
+  [[ -s /tmp/gpuconf-sliced-$tag.done ]] && return 0  # an earlier call brought it back
+  (( $(left) > 120 )) || { say "out of time before the time-sliced $kernel pods (replicas $replicas)"; return 1; }
+  time_sliced "$replicas" || { say "time-slicing $replicas not applied"; save_node_logs; return 1; }
   timeout "$(( $(left) - 30 ))" "$PY" -m conformance.run.sliced_pods \
     --kubeconfig "$KUBECONFIG_NODE" --image "$ref" --kernel "$kernel" --pods "$pods" \
     --seconds "${SLICED_SECONDS:-5}" --processes > "$out"
   local rc=$?
-  say "time-sliced $kernel pods ($pods): exit $rc"
-  (( rc == 0 )) && cp "$out" "/tmp/gpuconf-sliced-$kernel.done"
+  say "time-sliced $kernel pods ($pods, replicas $replicas): exit $rc"
+  (( rc == 0 )) && cp "$out" "/tmp/gpuconf-sliced-$tag.done"
 }
 
 fingerprint() {
@@ -216,7 +233,7 @@ run)
   cp /tmp/gpuconf-results/report/report.md "$OUT/report.md" 2>/dev/null
   (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence.tgz" evidence 2>/dev/null)
   gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
-  [[ -n ${ref:-} ]] && sliced_kernel membw "${SLICED_PODS:-1,2,4,8}"  # what time is left
+  [[ -n ${ref:-} ]] && sliced_kernel membw "${SLICED_PODS:-1,2,4,8}" 8  # what time is left
   say "run done in $((SECONDS - START)) s"
   ;;
 sliced)
@@ -225,11 +242,13 @@ sliced)
   stage_left stage2 || unpack "$STAGE/stage2.tar.xz" || { say "stage 2 did not unpack (carry it)"; exit 1; }
   node_up || { say "node up failed"; save_node_logs; exit 1; }
   ref=$(workload_image) || { say "no workload image"; exit 1; }
-  for kernel in ${SLICED_KERNELS:-membw fp32 gemm}; do
-    sliced_kernel "$kernel" "${SLICED_PODS:-1,2,4,8}"
+  for replicas in ${SLICED_REPLICAS:-8}; do
+    for kernel in ${SLICED_KERNELS:-membw fp32 gemm}; do
+      sliced_kernel "$kernel" "${SLICED_PODS:-1,2,4,8}" "$replicas"
+    done
   done
-  if (( $(left) > 150 )); then
-    time_sliced
+  if [[ -z ${SKIP_ISOLATION:-} ]] && (( $(left) > 150 )); then
+    time_sliced 8
     timeout "$(( $(left) - 20 ))" "$PY" -m conformance.run.sliced_pods \
       --kubeconfig "$KUBECONFIG_NODE" --image "$ref" --isolation \
       > "$OUT/h200-node-isolation-$DATE.json"

@@ -109,6 +109,7 @@ class NodeBinaries:
     nvidia_device_plugin: Path
     gpu_feature_discovery: Path
     config_manager: Path
+    mps_control_daemon: Path  # the chart's MPS control daemon (sharing.mps)
     mock_nvml_dir: Path  # libnvidia-ml.so.<version> and configs/*.yaml (GPU profiles)
     busybox: Path
     versions: dict
@@ -131,7 +132,7 @@ class NodeBinaries:
             "toolkit": [self.nvidia_ctk, self.nvidia_container_runtime],
             "nfd": [self.nfd_master, self.nfd_worker],
             "device-plugin": [self.nvidia_device_plugin, self.gpu_feature_discovery,
-                              self.config_manager],
+                              self.config_manager, self.mps_control_daemon],
             "mock-nvml": [self.mock_nvml],
             "busybox": [self.busybox],
         }
@@ -165,6 +166,7 @@ def locate_node() -> NodeBinaries:
         nvidia_device_plugin=dp / "nvidia-device-plugin",
         gpu_feature_discovery=dp / "gpu-feature-discovery",
         config_manager=dp / "config-manager",
+        mps_control_daemon=dp / "mps-control-daemon",
         mock_nvml_dir=root / f"mock-nvml-{v['MOCK_NVML_COMMIT']}",
         busybox=busybox[-1] if busybox else root / "busybox-v0" / "busybox",
         versions=v,

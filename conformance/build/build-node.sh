@@ -7,7 +7,7 @@
 #   bridge, host-local, loopback              github.com/containernetworking/plugins
 #   nvidia-ctk, nvidia-container-runtime      github.com/NVIDIA/nvidia-container-toolkit (cgo)
 #   nfd-master, nfd-worker                    sigs.k8s.io/node-feature-discovery
-#   nvidia-device-plugin, gpu-feature-discovery, config-manager
+#   nvidia-device-plugin, gpu-feature-discovery, config-manager, mps-control-daemon
 #                                             NVIDIA k8s-device-plugin source (--nvidia-src)
 #   libnvidia-ml.so (mock NVML) + GPU configs NVIDIA k8s-test-infra source (--nvidia-src)
 #   busybox                                   this host's static busybox (Debian busybox-static):
@@ -36,7 +36,11 @@ COMPONENTS=(kubelet containerd runc cni toolkit nfd device-plugin mock-nvml busy
 
 log() { printf '[build-node %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { echo "error: $1" >&2; exit "${2:-1}"; }  # die MESSAGE [STATUS]
-built() { [[ -f "$1/.complete" ]]; }
+built() {  # built DEST [FILE...]: DEST published, with every FILE (a cache from before FILE was built is not)
+  local dest=$1 f; shift
+  [[ -f "$dest/.complete" ]] || return 1
+  for f in "$@"; do [[ -e "$dest/$f" ]] || return 1; done
+}
 finish() {  # finish SRC_DIR DEST_DIR: publish atomically
   local src="$1" dest="$2"
   touch "$src/.complete"
@@ -215,7 +219,7 @@ build_nfd() {
 # ---- NVIDIA sources from --nvidia-src ----
 build_device_plugin() {
   local v="$NVIDIA_DEVICE_PLUGIN_VERSION" dest="$bin_root/nvidia-device-plugin-$NVIDIA_DEVICE_PLUGIN_VERSION"
-  if built "$dest"; then log "nvidia-device-plugin $v: cached at $dest"; return; fi
+  if built "$dest" mps-control-daemon; then log "nvidia-device-plugin $v: cached at $dest"; return; fi
   need_go; need_cc "the NVIDIA device plugin (NVML through cgo)"
   local root out="$work/nvidia-device-plugin-$v/out"
   root=$(nvidia_src k8s-device-plugin "$v" github.com/NVIDIA/k8s-device-plugin cmd/gpu-feature-discovery \
@@ -223,9 +227,10 @@ build_device_plugin() {
   rm -rf "$out" && mkdir -p "$out" && cd "$root"
   local ld="-s -w -X github.com/NVIDIA/k8s-device-plugin/internal/info.version=$v"
   ld+=" -X github.com/NVIDIA/k8s-device-plugin/internal/info.gitCommit=$v"
-  log "nvidia-device-plugin $v: compiling nvidia-device-plugin, gpu-feature-discovery, config-manager (cgo)"
+  log "nvidia-device-plugin $v: compiling nvidia-device-plugin, gpu-feature-discovery, config-manager, mps-control-daemon (cgo)"
   CGO_ENABLED=1 GOFLAGS="-mod=vendor -buildvcs=false" go build -trimpath -ldflags "$ld" -o "$out/" \
-    ./cmd/nvidia-device-plugin ./cmd/gpu-feature-discovery ./cmd/config-manager
+    ./cmd/nvidia-device-plugin ./cmd/gpu-feature-discovery ./cmd/config-manager \
+    ./cmd/mps-control-daemon
   "$out/nvidia-device-plugin" --version 2>&1 | head -n 1
   finish "$out" "$dest"
   rm -rf "$work/nvidia-device-plugin-$v"

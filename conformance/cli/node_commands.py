@@ -15,7 +15,8 @@ def cmd_up(args) -> int:
     state = lifecycle.up(args.name, gpu_profile=args.gpu_profile, driver_root=args.driver_root,
                          dev_root=args.dev_root, nvidia_src=args.nvidia_src,
                          gpu_injection=args.gpu_injection,
-                         chart_values=chart.load_values(args.chart_values), progress=say)
+                         chart_values=chart.load_values(args.chart_values),
+                         allow_compute_mode_change=args.allow_compute_mode_change, progress=say)
     print(f"export KUBECONFIG={state.kubeconfig}")
     return EXIT_OK
 
@@ -24,6 +25,7 @@ def cmd_reconfigure(args) -> int:
     from conformance.node import chart, lifecycle
 
     lifecycle.reconfigure(args.name, chart_values=chart.load_values(args.chart_values),
+                          allow_compute_mode_change=args.allow_compute_mode_change,
                           progress=say)
     say(f"node {args.name!r}: chart values applied and rolled out")
     return EXIT_OK
@@ -144,3 +146,7 @@ def _chart_values(parser, *, required: bool = False) -> None:
     parser.add_argument("--chart-values", metavar="FILE", required=required,
                         help="YAML values merged over the node's device plugin chart values "
                              "(e.g. a time-slicing config.map)")
+    parser.add_argument("--allow-compute-mode-change", action="store_true",
+                        help="let an MPS sharing config run on real GPUs: the plugin's MPS "
+                             "control daemon changes their compute mode "
+                             "(refused without this flag)")

@@ -76,8 +76,21 @@ def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False,
         return
     force_delete_pods(cluster, name)
     if wait:
-        wait_for(f"namespace {name} to be deleted", lambda: _gone(cluster, name),
-                 timeout=timeout)
+        wait_until_deleted(cluster, name, timeout=timeout)
+
+
+def wait_until_deleted(cluster: Cluster, name: str, *, description: str | None = None,
+                       timeout: float = NAMESPACE_DELETE_TIMEOUT_S) -> None:
+    """Until namespace ``name`` (already deleted) is gone. The pods left in it are forced on
+    every poll: a pod created just before the namespace went Terminating (a DaemonSet's last
+    one) is missed by an earlier forcing and, on a KWOK node, would hold it for 30 s."""
+    def gone() -> bool:
+        if _gone(cluster, name):
+            return True
+        force_delete_pods(cluster, name)
+        return False
+
+    wait_for(description or f"namespace {name} to be deleted", gone, timeout=timeout)
 
 
 def force_delete_pods(cluster: Cluster, name: str) -> None:

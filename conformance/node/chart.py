@@ -21,6 +21,8 @@ from conformance.common.errors import ComponentFailed, UsageError
 from conformance.node.configs import RUNTIME_CLASS
 from conformance.nvidia.labels import GPU_RESOURCE
 from conformance.nvidia.sharing import (
+    CONFIG_KEYS,
+    MPS_DAEMON_COMPUTE_MODE,
     SharingConfig,
     advertised_count,
     validate_sharing_config,
@@ -31,6 +33,7 @@ NAMESPACE = "nvidia-device-plugin"
 CHART_NAME = "nvidia-device-plugin"
 INSTALL_TIMEOUT_S = 120.0
 NFD_SUBCHART = "node-feature-discovery"
+PLUGIN_CONTAINER = "nvidia-device-plugin-ctr"  # the plugin's container in the chart's DaemonSet
 RUNTIME_INJECTION = "runtime"  # up(gpu_injection=...): the other is "cdi"
 NVIDIA_SRC_ENV = "NVIDIA_SRC"  # --nvidia-src's default (the project's CI sets it)
 
@@ -145,6 +148,30 @@ def advertised(vals: dict, gpus: int | None) -> tuple[str, int | None]:
         return GPU_RESOURCE, gpus
     return (config.advertised_name(GPU_RESOURCE),
             None if gpus is None else advertised_count(gpus, config.replicas_for(GPU_RESOURCE)))
+
+
+def configures_mps(vals: dict) -> bool:
+    """Whether any sharing config of the chart's ``config.map`` is MPS (the node's
+    ``nvidia.com/device-plugin.config`` label can select any of them, not only the default)."""
+    for text in ((vals.get("config") or {}).get("map") or {}).values():
+        try:
+            doc = yaml.safe_load(text or "")
+        except yaml.YAMLError:
+            continue
+        if isinstance(doc, dict) and (doc.get("sharing") or {}).get(CONFIG_KEYS["mps"]):
+            return True
+    return False
+
+
+def refuse_unasked_compute_mode_change(vals: dict, *, real_gpus: bool, allowed: bool) -> None:
+    """A UsageError where ``vals`` would start the plugin's MPS control daemon on real GPUs
+    without the user's leave: the daemon changes every GPU's compute mode (a change to the
+    host, outlasting the node if the daemon is killed). The mock NVML has no compute mode."""
+    if real_gpus and not allowed and configures_mps(vals):
+        raise UsageError(f"the chart values configure MPS sharing: the device plugin's MPS "
+                         f"control daemon sets every GPU's compute mode to "
+                         f"{MPS_DAEMON_COMPUTE_MODE} (DEFAULT again when it stops); pass "
+                         f"--allow-compute-mode-change to accept that, or share by time-slicing")
 
 
 def merge(base: dict, extra: dict) -> dict:

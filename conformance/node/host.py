@@ -36,6 +36,7 @@ V2_CONTROLLERS = ("cpuset", "cpu", "io", "memory", "pids")
 V2_REQUIRED = ("cpu", "memory", "pids")
 KUBELET_PORTS = {"kubelet": 10250, "kubelet healthz": 10248}
 MNT_DETACH = 2
+MS_BIND, MS_SHARED = 4096, 1 << 20  # <sys/mount.h>
 
 Progress = Callable[[str], None]
 
@@ -238,6 +239,35 @@ def mounts_under(roots: Iterable[Path]) -> list[str]:
         if any(point == p or point.startswith(p + "/") for p in prefixes):
             found.append(point)
     return sorted(set(found), key=lambda p: (-p.count("/"), p))
+
+
+def _containing_mount(path: Path) -> tuple[str, list[str]]:
+    """The mount point holding ``path`` and that mount's optional fields (``shared:N``...)."""
+    best, fields = "/", []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        parts = line.split()
+        point = parts[4].replace("\\040", " ")
+        inside = str(path) == point or str(path).startswith(point.rstrip("/") + "/")
+        if inside and len(point) >= len(best):
+            best, fields = point, parts[6:parts.index("-")]
+    return best, fields
+
+
+def is_shared(path: Path) -> bool:
+    """Whether the mount holding ``path`` propagates mounts (``shared:N`` in mountinfo)."""
+    return any(f.startswith("shared:") for f in _containing_mount(path)[1])
+
+
+def make_shared(path: Path) -> None:
+    """Bind-mount ``path`` onto itself and make it shared, as systemd makes every mount at
+    boot (undo: unmount it). A pod's Bidirectional volume needs a shared mount: the device
+    plugin's MPS daemon mounts its shm below its root, and containerd refuses the container
+    otherwise ("is mounted on / but it is not a shared mount")."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(str(path).encode(), str(path).encode(), None, MS_BIND, None) != 0 or \
+            libc.mount(None, str(path).encode(), None, MS_SHARED, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cannot make {path} a shared mount: {os.strerror(err)}")
 
 
 def unmount_all(roots: Iterable[Path], progress: Progress) -> list[str]:

@@ -204,10 +204,17 @@ def node_images(nb: binaries.NodeBinaries) -> tuple[list[Image], dict[str, str]]
         # also under the name the suites' device-node probe runs (checks/smi.py)
         Image([busybox_ref, DEVICE_PROBE_IMAGE], bb, cmd=["/bin/sh"]),
     ]
-    dp_bins = [nb.nvidia_device_plugin, nb.gpu_feature_discovery, nb.config_manager]
+    # one image for the chart's four: the plugin, GFD, the config manager sidecars and
+    # the MPS control daemon (upstream's image holds all four too)
+    dp_bins = [nb.nvidia_device_plugin, nb.gpu_feature_discovery, nb.config_manager,
+               nb.mps_control_daemon]
+    # the MPS daemon's mount-shm runs `mount -t tmpfs` (k8s.io/mount-utils): busybox's
+    mounts = [Entry("/bin/busybox", source=nb.busybox),
+              *(Entry(f"/bin/{a}", link="busybox") for a in ("mount", "umount"))]
     images.append(Image(
         [dp_ref],
-        [*(Entry(f"/usr/bin/{b.name}", source=b) for b in dp_bins), *glibc_entries(dp_bins)],
+        [*(Entry(f"/usr/bin/{b.name}", source=b) for b in dp_bins), *glibc_entries(dp_bins),
+         *mounts],
         # as upstream's image: the NVIDIA runtime gives every GPU to these containers
         env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
              "NVIDIA_DISABLE_REQUIRE": "true"},

@@ -177,6 +177,25 @@ def warning_events(c: client.ApiClient, namespace: str, limit: int = 3) -> str:
     return " | ".join(seen)
 
 
+def last_error_logged(c: client.ApiClient, namespace: str, container: str,
+                      tail: int = 50) -> str:
+    """The last error line ``container`` logged in the pods of ``namespace`` (klog's ``E``
+    lines), e.g. why a running device plugin advertises nothing; empty when none."""
+    core = client.CoreV1Api(c)
+    for pod in core.list_namespaced_pod(namespace).items:
+        if container not in {ct.name for ct in pod.spec.containers}:
+            continue
+        try:
+            log = core.read_namespaced_pod_log(pod.metadata.name, namespace,
+                                               container=container, tail_lines=tail)
+        except ApiException:
+            continue
+        errors = [line for line in (log or "").splitlines() if line.startswith("E")]
+        if errors:
+            return f"{pod.metadata.name}/{container}: {errors[-1][:300]}"
+    return ""
+
+
 def gpus_advertised(c: client.ApiClient, name: str, resource: str,
                     want: int | None) -> str | None:
     """None once the node advertises exactly ``want`` of ``resource`` (any amount when ``want``

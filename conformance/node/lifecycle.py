@@ -32,7 +32,14 @@ from conformance.common.errors import ComponentFailed, NotConverged, UsageError
 from conformance.common.processes import log_tail
 from conformance.node import chart as chartmod
 from conformance.node import configs, gpu, host, images, kube, procs
-from conformance.node.state import HOST_PATHS, KUBELET_ROOT, RUN_ROOT, NodeState, nodes_dir
+from conformance.node.state import (
+    HOST_PATHS,
+    KUBELET_ROOT,
+    MPS_ROOT,
+    RUN_ROOT,
+    NodeState,
+    nodes_dir,
+)
 from conformance.nvidia.labels import gpu_resource_of
 from conformance.sim.controlplane import (
     KUBERNETES_SERVICE_IP,
@@ -65,7 +72,7 @@ Progress = Callable[[str], None]
 def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: str | None = None,
        dev_root: str | None = None, nvidia_src: str | None = None,
        chart_values: dict | None = None, gpu_injection: str | None = None,
-       progress: Progress = print) -> NodeState:
+       allow_compute_mode_change: bool = False, progress: Progress = print) -> NodeState:
     """Bring the node up (see the module docstring); raises UsageError for bad input or a host
     that cannot run a node (before anything starts), ComponentFailed / NotConverged when a
     component does not come up (after removing what was created).
@@ -74,10 +81,14 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     ``config.map``, which the image's config-manager applies as upstream's does).
     ``gpu_injection``: "cdi" (pods get their GPUs from the plugin's CDI spec, plain runc) or
     "runtime" (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA runtime as containerd's
-    default, as the GPU Operator sets a node up); None: :func:`choose_injection`."""
+    default, as the GPU Operator sets a node up); None: :func:`choose_injection`.
+    ``allow_compute_mode_change``: chart values that configure MPS on real GPUs are refused
+    without it (:func:`chart.refuse_unasked_compute_mode_change`)."""
     t_start = time.monotonic()
     if gpu_injection is not None and gpu_injection not in GPU_INJECTIONS:
         raise UsageError(f"GPU injection {gpu_injection!r}: one of {', '.join(GPU_INJECTIONS)}")
+    chartmod.refuse_unasked_compute_mode_change(chart_values or {}, real_gpus=bool(driver_root),
+                                                allowed=allow_compute_mode_change)
     gpu_injection = choose_injection(gpu_injection, driver_root, progress)
     plane = ControlPlane(name)  # validates the name
     chart, nb, profile = check_inputs(gpu_profile=gpu_profile, driver_root=driver_root,
@@ -205,12 +216,16 @@ def down(name: str = "gpuconf", *, progress: Progress = print, keep_logs: bool =
 
 
 def reconfigure(name: str = "gpuconf", *, chart_values: dict, progress: Progress = print,
-                wait: bool = True) -> NodeState:
+                wait: bool = True, allow_compute_mode_change: bool = False) -> NodeState:
     """``helm upgrade`` the running node's chart with ``chart_values`` merged over the node's
     own values (not over the previous call's), then (``wait``) wait as ``up`` does: the
     DaemonSets rolled out, the GPUs advertised as the sharing config promises, GFD's labels
-    on the node. Without ``wait``, only the upgrade (values the plugin may reject)."""
+    on the node. Without ``wait``, only the upgrade (values the plugin may reject). MPS on
+    real GPUs needs ``allow_compute_mode_change``, as for :func:`up`."""
     state = require_up(name)
+    chartmod.refuse_unasked_compute_mode_change(
+        chart_values, real_gpus=state.gpu.get("source") != MOCK_NVML,
+        allowed=allow_compute_mode_change)
     cp = ControlPlane(name).state()
     if cp is None:
         raise UsageError(f"node {name!r} has no control plane: `gpuconf node down`, then up")
@@ -354,6 +369,12 @@ def _host_setup(state: NodeState, f: host.HostFacts, progress: Progress) -> None
     state.save()
     for p in HOST_PATHS:
         p.mkdir(parents=True, exist_ok=True)
+    if not host.is_shared(MPS_ROOT):
+        state.host["shared_mounts"] = [str(MPS_ROOT)]
+        state.save()
+        host.make_shared(MPS_ROOT)
+        progress(f"{MPS_ROOT}: made a shared mount (the MPS daemon's shm propagates to the host; "
+                 "unmounted by down)")
     if not f.kmsg:
         os.mknod(kmsg, 0o644 | 0o020000, os.makedev(1, 11))
         progress("created /dev/kmsg (the kubelet's OOM watcher reads it; removed by down)")
@@ -566,9 +587,13 @@ def _accepts(ip: str, port: int) -> bool:
 def _wait_gpus(state: NodeState, cp: ClusterState, progress: Progress) -> None:
     c = kube.api(cp.kubeconfig)
     resource, want = chartmod.advertised(state.chart.get("values") or {}, state.gpu.get("count"))
-    kube.wait(f"{resource} advertised by the device plugin",
-              lambda: kube.gpus_advertised(c, state.node_name, resource, want),
-              timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    try:
+        kube.wait(f"{resource} advertised by the device plugin",
+                  lambda: kube.gpus_advertised(c, state.node_name, resource, want),
+                  timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    except NotConverged as exc:
+        said = kube.last_error_logged(c, chartmod.NAMESPACE, chartmod.PLUGIN_CONTAINER)
+        raise NotConverged(f"{exc}; {said or 'the plugin logged no error'}") from exc
     kube.wait("GFD labels on the node (through NFD)",
               lambda: kube.gfd_labels(c, state.node_name),
               timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
@@ -652,7 +677,8 @@ def _teardown(state: NodeState, progress: Progress, keep_logs: bool) -> None:
     if plane.state() is not None:
         plane.down(progress=lambda m: progress(f"control plane: {m}"), keep_logs=keep_logs)
     # 4. mounts, cgroups, network, sysctls, host paths
-    roots = [KUBELET_ROOT, state.path, Path(state.run_dir)]
+    roots = [KUBELET_ROOT, state.path, Path(state.run_dir),
+             *map(Path, state.host.get("shared_mounts", []))]
     stuck = host.unmount_all(roots, progress)
     for tree in ours:
         if not host.remove_cgroup_tree(tree):

@@ -17,6 +17,7 @@ from conformance.build import binaries
 # Two more are side effects nobody configures away: containerd's CNI library caches its
 # results in /var/lib/cni, and util-linux ``mount`` (run by the kubelet) keeps /run/mount/utab.
 KUBELET_ROOT = Path("/var/lib/kubelet")
+MPS_ROOT = Path("/run/nvidia/mps")  # the chart's mps.root (a shared mount: host.make_shared)
 RUN_ROOT = Path("/run/gpuconf")  # sockets and runtime state (short paths: unix sockets <108 chars)
 HOST_PATHS = (
     KUBELET_ROOT,
@@ -24,7 +25,7 @@ HOST_PATHS = (
     Path("/var/log/containers"),
     Path("/var/run/cdi"),
     Path("/etc/kubernetes/node-feature-discovery/features.d"),
-    Path("/run/nvidia/mps/shm"),
+    MPS_ROOT / "shm",
     Path("/var/lib/cni"),
     Path("/run/mount"),
     RUN_ROOT,

@@ -32,6 +32,11 @@ from conformance.nvidia.labels import GPU_RESOURCE
 RENAME_SUFFIX = ".shared"  # DefaultSharedResourceNameSuffix, api/config/v1/consts.go
 SHARING_STRATEGIES = ("time-slicing", "mps")
 CONFIG_KEYS = {"time-slicing": "timeSlicing", "mps": "mps"}  # strategy -> key under sharing:
+# What the plugin's MPS control daemon does to the host's GPUs: at start it runs
+# ``nvidia-smi -i <uuid> -c EXCLUSIVE_PROCESS`` on every GPU it serves, at stop ``-c DEFAULT``
+# (cmd/mps-control-daemon/mps/daemon.go, Start and Stop, v0.20.0). A node-wide change to the
+# GPUs' compute mode, made by whatever installs an MPS sharing config on a real GPU.
+MPS_DAEMON_COMPUTE_MODE = "EXCLUSIVE_PROCESS"
 
 
 def advertised_count(devices: int, replicas: int | None) -> int:

@@ -491,15 +491,9 @@ def _exists(cluster: Cluster, ns: str) -> bool:
 def _ensure_namespace(cluster: Cluster, name: str, *, owner: bool = True) -> None:
     """The namespace, once an earlier removal of it (still Terminating) is over; ``owner``:
     labelled as the driver's own (removed with it)."""
-    def removed() -> bool:
-        if _namespace_phase(cluster, name) != "Terminating":
-            return True
-        # a pod the removal did not see yet (its DaemonSet's last one) holds the namespace
-        namespaces.force_delete_pods(cluster, name)
-        return False
-
-    wait_for(f"namespace {name} of an earlier DRA driver to be deleted", removed,
-             timeout=namespaces.NAMESPACE_DELETE_TIMEOUT_S)
+    if _namespace_phase(cluster, name) == "Terminating":
+        namespaces.wait_until_deleted(
+            cluster, name, description=f"namespace {name} of an earlier DRA driver to be deleted")
     with already_done(409):
         cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": name, "labels": (

@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, already_done, connect
+from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged
 from conformance.nvidia import clusterpolicy, driver, operands
@@ -394,18 +395,20 @@ def wait_for_a_full_pass(cluster: Cluster, progress: Progress, timeout: float = 
     token = f"{time.time_ns():x}"
     cluster.core.patch_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE,
                                              {"data": {SYNC_REQUEST_KEY: token}})
-    deadline = time.monotonic() + timeout
-    said = False
-    while time.monotonic() < deadline:
+
+    def pass_done() -> bool:
         cm = _state_map(cluster)
-        if cm is not None and (cm.data or {}).get(SYNC_DONE_KEY) == token:
-            return
-        if not said and time.monotonic() > deadline - timeout + 3:
-            progress("waiting for the stand-in's controller loop to apply the new state")
-            said = True
-        time.sleep(0.2)
-    raise NotConverged(f"the stand-in's controller loop did not complete a pass within "
-                       f"{timeout:.0f}s: see logs/standin.log of the sim")
+        return cm is not None and (cm.data or {}).get(SYNC_DONE_KEY) == token
+
+    if pass_done():
+        return
+    progress("waiting for the stand-in's controller loop to apply the new state")
+    try:
+        wait_for("a whole pass of the stand-in's controller loop", pass_done,
+                 timeout=timeout, interval=0.2)
+    except WaitTimeout:
+        raise NotConverged(f"the stand-in's controller loop did not complete a pass within "
+                           f"{timeout:.0f}s: see logs/standin.log of the sim") from None
 
 
 def _create_or_replace(create, replace) -> None:

@@ -196,14 +196,44 @@ FAULTS: dict[str, Callable[[Ctx], None]] = {
 }
 
 
+def _replace_pods(ctx: Ctx, prefix: str) -> None:
+    """Delete a DaemonSet's pods gracefully and wait until they are gone: their objects go
+    only once the kubelet has stopped their containers, so nothing of the old pods runs on
+    after this (the DaemonSet's new pod may already be starting)."""
+    old = {p.metadata.uid for p in ctx.pods(prefix)}
+    for p in ctx.pods(prefix):
+        ctx.core.delete_namespaced_pod(p.metadata.name, chartmod.NAMESPACE)
+
+    def gone() -> str | None:
+        left = old & {p.metadata.uid for p in ctx.pods(prefix)}
+        return f"{len(left)} old {prefix} pod(s) still stopping" if left else None
+    ctx.wait(f"the old {prefix} pods stopped", gone)
+
+
+def _plugin_socket_back(ctx: Ctx) -> str | None:
+    if not PLUGIN_SOCKET.exists():
+        return f"no {PLUGIN_SOCKET.name} in {PLUGIN_SOCKET.parent}"
+    return _gpus_advertised(ctx)
+
+
 def restore(ctx: Ctx) -> float:
     """Undo any fault above; the seconds it took. The node is as ``up`` left it after this:
-    the chart at the node's own values, rolled out, its GPUs advertised, GFD's labels on."""
+    the chart at the node's own values, rolled out, its GPUs advertised through the plugin's
+    socket, GFD's labels on."""
     t0 = time.monotonic()
     gpu.write_mock_overrides(Path(ctx.state.gpu["driver_root"]), None)
     if not KUBELET_SOCKET.exists():  # only the kubelet makes it, when it starts
         lifecycle.restart_kubelet(ctx.name, progress=lambda _m: None)
-    ctx.delete_pods(PLUGIN_DS)  # a fresh plugin writes its CDI spec and socket again
-    ctx.delete_pods(GFD_DS)
+    _replace_pods(ctx, PLUGIN_DS)  # a fresh plugin writes its CDI spec and socket again
+    _replace_pods(ctx, GFD_DS)
     lifecycle.reconfigure(ctx.name, chart_values={}, progress=lambda _m: None)
+    if not PLUGIN_SOCKET.exists():
+        # The new plugin made its socket before the old one, stopping, removed it (the old
+        # plugin deletes its socket path on SIGTERM; seen in CI right after a kubelet
+        # restart). The kubelet still talks to the new plugin, but the node is not whole.
+        # The one plugin left makes its socket again when the kubelet's registration socket
+        # is new (the plugin watches for it), so the kubelet is restarted once more.
+        lifecycle.restart_kubelet(ctx.name, progress=lambda _m: None)
+    ctx.wait("the plugin's socket back and its GPUs advertised",
+             lambda: _plugin_socket_back(ctx))
     return time.monotonic() - t0

@@ -19,7 +19,9 @@ from conformance.common.errors import UsageError
 from conformance.node import chart as chartmod
 from conformance.node import lifecycle
 from conformance.node.configs import CDI_RUN_DIR
+from conformance.node.state import MPS_ROOT
 from conformance.nvidia.gfd_contract import check_gfd_labels
+from conformance.nvidia.sharing import MPS_DAEMON_COMPUTE_MODE
 from conformance.sim.controlplane import REAL_NODE_LABEL
 from tests.node import hostsnap
 from tests.node.conftest import GPU_COUNT, NODE_NAME
@@ -155,6 +157,60 @@ def test_time_slicing_through_the_charts_config_manager(node, api):
     assert labels["nvidia.com/gpu.replicas"] == "4"
     assert labels["nvidia.com/gpu.sharing-strategy"] == "time-slicing"
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3-SHARED"
+
+
+MPS = {"config": {"default": "default", "map": {"default": (
+    "version: v1\nsharing:\n  mps:\n    resources:\n"
+    "    - name: nvidia.com/gpu\n      replicas: 2\n")}}}
+MPS_DAEMON = f"{chartmod.RELEASE}-nvidia-device-plugin-mps-control-daemon"
+
+
+def _mps_daemon_log(api) -> str:
+    core = client.CoreV1Api(api)
+    pods = [p for p in core.list_namespaced_pod(chartmod.NAMESPACE).items
+            if p.metadata.name.rsplit("-", 1)[0] == MPS_DAEMON]
+    for pod in pods:
+        try:
+            return core.read_namespaced_pod_log(pod.metadata.name, chartmod.NAMESPACE,
+                                                container="mps-control-daemon-ctr",
+                                                tail_lines=200)
+        except client.ApiException:
+            pass  # still initialising
+    return ""
+
+
+def _shm_mounted() -> bool:
+    shm = str(MPS_ROOT / "shm")
+    return any(line.split()[4] == shm and " - tmpfs " in line
+               for line in Path("/proc/self/mountinfo").read_text().splitlines())
+
+
+def test_mps_runs_the_plugins_daemon_until_it_would_change_the_compute_mode(node, api):
+    """sharing.mps through the chart: GFD labels the node MPS-capable, the chart's MPS control
+    daemon (built from the plugin's source) starts, mounts its shm on the host (through the
+    shared mount ``up`` made) and then, first of all, sets every GPU's compute mode. The mock
+    has no nvidia-smi, so the daemon stops there and the plugin, which waits for it, advertises
+    nothing. On real GPUs that step changes the host: ``up``/``reconfigure`` refuse it unless
+    asked (test_node_mps_consent.py); what MPS does past it is not run here."""
+    lifecycle.reconfigure(NODE_NAME, chart_values=MPS, wait=False, progress=lambda _m: None)
+    stopped_at = f"error setting compute mode {MPS_DAEMON_COMPUTE_MODE}"
+    try:
+        deadline = time.monotonic() + 3 * POD_TIMEOUT_S
+        while time.monotonic() < deadline:
+            n = _node(api)
+            if (n.metadata.labels.get("nvidia.com/mps.capable") == "true"
+                    and n.status.allocatable.get("nvidia.com/gpu") == "0"
+                    and stopped_at in _mps_daemon_log(api) and _shm_mounted()):
+                break
+            time.sleep(1)
+        labels = n.metadata.labels
+        assert labels.get("nvidia.com/gpu.sharing-strategy") == "mps", labels
+        assert labels.get("nvidia.com/mps.capable") == "true", labels
+        assert n.status.allocatable.get("nvidia.com/gpu") == "0", n.status.allocatable
+        assert stopped_at in _mps_daemon_log(api), _mps_daemon_log(api)[-2000:]
+        assert _shm_mounted(), f"no tmpfs at {MPS_ROOT / 'shm'}: the daemon's mount-shm failed"
+    finally:
+        lifecycle.reconfigure(NODE_NAME, chart_values={}, progress=lambda _m: None)
 
 
 def test_down_leaves_nothing_behind(node, host_before):
