@@ -9,10 +9,16 @@
 #           saying it is gone otherwise), unpack stage 2, bring the node up on the real driver
 #           (/usr/local/nvidia, devices in /), build the CuPy workload image from this host's
 #           python3 and import it, run stack, scheduling, sharing and operations against it
-#   sliced  call 3: time-sliced pods: for each of SLICED_REPLICAS (default 8, or "2 4"), N <=
+#   sliced  call 3: time-sliced pods: for each of SLICED_REPLICAS (default 8, or "2 4"; or the
+#           pairs of SLICED_PLAN, "2:membw,fp32 8:fp32"), N <=
 #           replicas pods x SLICED_KERNELS (membw fp32 gemm) together and the same copies as
 #           processes, one result file per kernel and replicas (keep kernels x replicas <= 5:
 #           8 files a call); then (unless SKIP_ISOLATION) memory and fault isolation between pods
+#   stage2  (for operator) call 2: verify stage 1, unpack stage 2 (the two archives and the
+#           operator's do not fit one call)
+#   operator call 3: unpack .stage/operator.tar.xz (the GPU Operator built from source), node
+#           up, the workload image, `gpuconf node operator` with the staged chart, then the
+#           stack and scheduling suites with the operator running the node
 #
 # Each call writes at most 8 files into $OUT as it goes (a later failing step keeps what the
 # earlier ones wrote). The node is left up between calls (its processes have sessions of their
@@ -185,6 +191,29 @@ sliced_kernel() {  # sliced_kernel KERNEL PODS REPLICAS: N pods and N processes,
   (( rc == 0 )) && cp "$out" "/tmp/gpuconf-sliced-$tag.done"
 }
 
+operator_state() {  # the ClusterPolicy, the operator's pods with their logs, the node's labels
+  "$PY" - "$KUBECONFIG_NODE" <<'EOF'
+import json, sys
+from kubernetes import client, config
+config.load_kube_config(sys.argv[1])
+core = client.CoreV1Api()
+for cp in client.CustomObjectsApi().list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies")["items"]:
+    print("ClusterPolicy", cp["metadata"]["name"], json.dumps(cp.get("status")))
+for p in core.list_namespaced_pod("gpu-operator").items:
+    print("pod", p.metadata.name, p.status.phase)
+    for st in (p.status.init_container_statuses or []) + (p.status.container_statuses or []):
+        print("  ", st.name, "ready" if st.ready else "", st.state.to_dict() if st.state else "")
+        try:
+            log = core.read_namespaced_pod_log(p.metadata.name, "gpu-operator", container=st.name, tail_lines=25)
+            print("    " + log.replace("\n", "\n    ")[-3000:])
+        except client.ApiException as e:
+            print("    (no log:", e.reason, ")")
+node = core.list_node().items[0]
+print("labels", json.dumps({k: v for k, v in node.metadata.labels.items() if "nvidia" in k or "10de" in k}, indent=1))
+print("allocatable", node.status.allocatable)
+EOF
+}
+
 fingerprint() {
   { nvidia-smi --query-gpu=name,uuid,driver_version,memory.total,compute_mode,mig.mode.current \
       --format=csv 2>&1 || true
@@ -242,9 +271,20 @@ sliced)
   stage_left stage2 || unpack "$STAGE/stage2.tar.xz" || { say "stage 2 did not unpack (carry it)"; exit 1; }
   node_up || { say "node up failed"; save_node_logs; exit 1; }
   ref=$(workload_image) || { say "no workload image"; exit 1; }
-  for replicas in ${SLICED_REPLICAS:-8}; do
-    for kernel in ${SLICED_KERNELS:-membw fp32 gemm}; do
-      sliced_kernel "$kernel" "${SLICED_PODS:-1,2,4,8}" "$replicas"
+  # SLICED_PLAN "REPLICAS:KERNEL,KERNEL ..." (e.g. "2:membw,fp32 8:fp32") names the pairs; else
+  # every SLICED_REPLICAS x SLICED_KERNELS. SLICED_PODS=replicas: the solo pod and R pods only
+  plan=${SLICED_PLAN:-}
+  if [[ -z $plan ]]; then
+    for replicas in ${SLICED_REPLICAS:-8}; do
+      plan+=" $replicas:$(echo ${SLICED_KERNELS:-membw fp32 gemm} | tr ' ' ,)"
+    done
+  fi
+  for pair in $plan; do
+    replicas=${pair%%:*}
+    pods=${SLICED_PODS:-1,2,4,8}
+    [[ $pods == replicas ]] && pods=1,$replicas
+    for kernel in $(echo "${pair#*:}" | tr , ' '); do
+      sliced_kernel "$kernel" "$pods" "$replicas"
     done
   done
   if [[ -z ${SKIP_ISOLATION:-} ]] && (( $(left) > 150 )); then
@@ -256,5 +296,36 @@ sliced)
   fi
   say "sliced done in $((SECONDS - START)) s"
   ;;
-*) echo "usage: h200-node.sh stage|run|sliced" >&2; exit 2 ;;
+stage2)
+  stage_left stage1 || { say "stage 1 is gone: stage, then stage2 and operator at once"; exit 2; }
+  stage_left stage2 || unpack "$STAGE/stage2.tar.xz" || { say "stage 2 did not unpack (carry it)"; exit 1; }
+  say "stage 2 done: call 'operator' now (the machine stays warm ~30 s)"
+  ;;
+operator)
+  stage_left stage1 && stage_left stage2 \
+    || { say "the binaries are gone: stage, stage2, then operator at once"; exit 2; }
+  install_site
+  stage_left operator || unpack "$STAGE/operator.tar.xz" || { say "the operator did not unpack (carry .stage/operator.tar.xz)"; exit 1; }
+  node_up || { say "node up failed"; save_node_logs; exit 1; }
+  ref=$(workload_image) || say "no workload image"
+  op_chart=$(ls -d "$STAGE"/src/gpu-operator-*/chart | tail -n 1)
+  timeout 330 "$PY" -m conformance.cli node operator --name "$NAME" --chart "$op_chart"
+  rc=$?
+  say "operator: exit $rc"
+  operator_state > "$OUT/operator-state.txt" 2>&1
+  (( rc == 0 )) || { save_node_logs; exit 1; }
+  img=()
+  [[ -n ${ref:-} ]] && img=(--workload-image "$ref" --cuda-image "$ref")
+  rm -rf /tmp/gpuconf-results
+  timeout "$(( $(left) - 20 ))" "$PY" -m conformance.cli run --target node \
+    --kubeconfig "$KUBECONFIG_NODE" --suite stack --suite scheduling "${img[@]}" \
+    --results /tmp/gpuconf-results
+  say "suites: exit $?"
+  cp /tmp/gpuconf-results/results.json "$OUT/results.json" 2>/dev/null
+  cp /tmp/gpuconf-results/report/report.md "$OUT/report.md" 2>/dev/null
+  (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence.tgz" evidence 2>/dev/null)
+  gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
+  say "operator done in $((SECONDS - START)) s"
+  ;;
+*) echo "usage: h200-node.sh stage|run|sliced|stage2|operator" >&2; exit 2 ;;
 esac

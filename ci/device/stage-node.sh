@@ -2,7 +2,8 @@
 # Pack what h200-node.sh unpacks on the H200 machine into .stage/ (ignored by git; named in the
 # device call's `carry`): the binaries from this machine's cache (`make setup NVIDIA_SRC=...`)
 # as two solid xz archives, each < 45 MiB so that a call carries one with the working tree and
-# the wheels, and the device plugin chart (with its NFD subchart) from NVIDIA_SRC's tag.
+# the wheels, and the device plugin chart (with its NFD subchart) from NVIDIA_SRC's tag; where the
+# GPU Operator is built, a third archive of it and its chart.
 # Solid xz with a 1 GiB dictionary finds what the Go binaries share (the Kubernetes ones most):
 # 747 MB of binaries become ~85 MB, where one archive per binary gives ~160 MB. It is slow
 # (~25 min a stage on 2 busy cores): run once per version bump.
@@ -28,7 +29,17 @@ pack() {  # pack NAME PATH...: NAME.tar.xz of PATHs below the cache's bin folder
 }
 pack stage1 "${STAGE1[@]}" &
 pack stage2 "${STAGE2[@]}" "$busybox" &
+# the GPU Operator (opt-in: build-node.sh gpu-operator), its own call: ~18 MB
+if [[ -d "$BIN/gpu-operator-$GPU_OPERATOR_VERSION" ]]; then
+  pack operator "gpu-operator-$GPU_OPERATOR_VERSION" &
+fi
 wait
+op_chart=$(grep -l '^name: gpu-operator$' $(find "$SRC" -maxdepth 4 -name Chart.yaml) 2>/dev/null | head -n 1)
+if [[ -n "$op_chart" ]]; then
+  rm -rf ".stage/src/gpu-operator-$GPU_OPERATOR_VERSION"
+  mkdir -p ".stage/src/gpu-operator-$GPU_OPERATOR_VERSION"
+  cp -r "$(dirname "$op_chart")" ".stage/src/gpu-operator-$GPU_OPERATOR_VERSION/chart"
+fi
 chart=$(find "$SRC" -maxdepth 5 -path "*k8s-device-plugin-$NVIDIA_DEVICE_PLUGIN_VERSION/deployments/helm/nvidia-device-plugin" | head -n 1)
 rm -rf ".stage/src/k8s-device-plugin-$NVIDIA_DEVICE_PLUGIN_VERSION"
 mkdir -p ".stage/src/k8s-device-plugin-$NVIDIA_DEVICE_PLUGIN_VERSION/deployments/helm"

@@ -192,3 +192,37 @@ def build_node(components: list[str] | None = None, *, nvidia_src: str | None = 
     if nvidia_src:
         argv += ["--nvidia-src", nvidia_src]
     subprocess.run([*argv, *(components or ["all"])], check=True)
+
+
+@dataclass(frozen=True)
+class OperatorBuild:
+    """The GPU Operator built from source (build-node.sh gpu-operator): its binaries and the
+    manifests it and its validator read at run time."""
+
+    folder: Path
+    version: str
+
+    @property
+    def binaries(self) -> list[Path]:
+        return [self.folder / n for n in ("gpu-operator", "nvidia-validator",
+                                          "cleanup-gpuclusters")]
+
+    @property
+    def manifest_dirs(self) -> dict[str, Path]:
+        """Folder in the build -> where the operator's image holds it (upstream's layout)."""
+        return {"/opt/gpu-operator": self.folder / "assets",
+                "/opt/gpu-operator/manifests": self.folder / "manifests",
+                "/opt/validator/manifests": self.folder / "validator-manifests"}
+
+
+def require_operator() -> OperatorBuild:
+    """The GPU Operator's build, or a usage error that names the build step."""
+    v = read_versions()["GPU_OPERATOR_VERSION"]
+    build = OperatorBuild(cache_dir() / "bin" / f"gpu-operator-{v}", v)
+    missing = [p.name for p in [*build.binaries, *build.manifest_dirs.values()] if not p.exists()]
+    if missing:
+        raise UsageError(
+            f"the GPU Operator {v} is not built ({', '.join(missing)} missing under "
+            f"{build.folder}): run `bash conformance/build/build-node.sh --nvidia-src DIR "
+            "gpu-operator` (DIR: the gpu-operator tag's source, as downloaded from GitHub)")
+    return build

@@ -12,6 +12,9 @@
 #   libnvidia-ml.so (mock NVML) + GPU configs NVIDIA k8s-test-infra source (--nvidia-src)
 #   busybox                                   this host's static busybox (Debian busybox-static):
 #                                             base of the pause and workload images
+#   gpu-operator, nvidia-validator, cleanup-gpuclusters + assets/, manifests/,
+#   validator-manifests/                      NVIDIA gpu-operator source (--nvidia-src); opt-in:
+#                                             not in `all` (`gpuconf node operator` needs it)
 #
 #   build-node.sh [--nvidia-src DIR] [all|COMPONENT...]
 #
@@ -33,6 +36,7 @@ bin_root="$cache/bin"
 work="$cache/build"
 mkdir -p "$bin_root" "$work"
 COMPONENTS=(kubelet containerd runc cni toolkit nfd device-plugin mock-nvml busybox)
+OPTIONAL=(gpu-operator)  # built only when named
 
 log() { printf '[build-node %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
 die() { echo "error: $1" >&2; exit "${2:-1}"; }  # die MESSAGE [STATUS]
@@ -256,6 +260,29 @@ build_mock_nvml() {
   rm -rf "$work/mock-nvml-$c"
 }
 
+build_gpu_operator() {
+  local v="$GPU_OPERATOR_VERSION" dest="$bin_root/gpu-operator-$GPU_OPERATOR_VERSION"
+  if built "$dest" gpu-operator nvidia-validator cleanup-gpuclusters; then
+    log "gpu-operator $v: cached at $dest"; return
+  fi
+  need_go
+  local root out="$work/gpu-operator-$v/out"
+  root=$(nvidia_src gpu-operator "$v" github.com/NVIDIA/gpu-operator cmd/nvidia-validator \
+    "https://github.com/NVIDIA/gpu-operator/archive/refs/tags/$v.tar.gz")
+  rm -rf "$out" && mkdir -p "$out" && cd "$root"
+  # static, as upstream's distroless image; the operator reads its operand manifests at run
+  # time from /opt/gpu-operator (assets/, manifests/), the validator its pods' from
+  # /opt/validator/manifests: they travel with the binaries
+  log "gpu-operator $v: compiling gpu-operator, nvidia-validator, cleanup-gpuclusters"
+  CGO_ENABLED=0 GOFLAGS="-mod=vendor -buildvcs=false" go build -trimpath \
+    -ldflags "-s -w -X github.com/NVIDIA/gpu-operator/internal/info.version=$v" -o "$out/" \
+    ./cmd/gpu-operator ./cmd/nvidia-validator ./cmd/cleanup-gpuclusters
+  cp -a assets manifests "$out/"
+  cp -a validator/manifests "$out/validator-manifests"
+  finish "$out" "$dest"
+  rm -rf "$work/gpu-operator-$v"
+}
+
 build_busybox() {
   local bb; bb=$(command -v busybox || true)
   [[ -n "$bb" ]] || die "no busybox on this host: install busybox-static (Debian/Ubuntu)" 2
@@ -286,7 +313,8 @@ run_one() {
     device-plugin) build_device_plugin ;;
     mock-nvml) build_mock_nvml ;;
     busybox) build_busybox ;;
-    *) die "unknown component '$1' (one of: all ${COMPONENTS[*]})" 2 ;;
+    gpu-operator) build_gpu_operator ;;
+    *) die "unknown component '$1' (one of: all ${COMPONENTS[*]} ${OPTIONAL[*]})" 2 ;;
   esac
   log "$1: done in $(( $(date +%s) - t0 ))s"
 }

@@ -72,6 +72,14 @@ def cmd_image(args) -> int:
     return EXIT_OK
 
 
+def cmd_operator(args) -> int:
+    from conformance.node import operator
+
+    operator.install(args.name, chart=args.chart, progress=say, timeout=args.timeout)
+    say(f"node {args.name!r}: the GPU Operator runs it (run the suites with --target node)")
+    return EXIT_OK
+
+
 def register(sub) -> None:
     node = sub.add_parser("node", help="this machine as a real Kubernetes node (--target node)",
                           description="The sim's control plane plus this machine as a real "
@@ -129,6 +137,16 @@ def register(sub) -> None:
                      help="build where CuPy imports but cannot run a kernel (a host without "
                           "the GPU): the libraries a kernel loads are then not found")
     img.set_defaults(func=cmd_image)
+    op = nsub.add_parser("operator", help="install the GPU Operator (built from source by "
+                         "build-node.sh gpu-operator) on the node, with the host's driver and "
+                         "toolkit, and wait for its ClusterPolicy to be ready")
+    _name(op)
+    op.add_argument("--chart", metavar="DIR", required=True,
+                    help="the gpu-operator Helm chart of the same tag (helm pull "
+                         "nvidia/gpu-operator --version TAG --untar)")
+    op.add_argument("--timeout", type=float, default=300.0, metavar="S",
+                    help="how long to wait for the ClusterPolicy to be ready (default 300)")
+    op.set_defaults(func=cmd_operator)
 
 
 def _name(parser) -> None:

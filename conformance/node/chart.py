@@ -186,12 +186,15 @@ def merge(base: dict, extra: dict) -> dict:
 
 
 def install(*, helm: Path, kubeconfig: Path, chart: Path, vals: dict, folder: Path,
-            log: Path, upgrade: bool = False) -> None:
-    """``helm install`` (or ``upgrade``) without --wait: the caller waits, and says for what."""
-    values_file = folder / "chart-values.json"
+            log: Path, upgrade: bool = False, release: str = RELEASE,
+            namespace: str = NAMESPACE) -> None:
+    """``helm install`` (or ``upgrade``) without --wait: the caller waits, and says for what.
+    The device plugin chart by default; ``release`` and ``namespace`` name another."""
+    values_file = folder / ("chart-values.json" if release == RELEASE
+                            else f"{release}-values.json")
     values_file.write_text(json.dumps(vals, indent=2))  # JSON is YAML
     verb = ["upgrade"] if upgrade else ["install", "--create-namespace"]
-    argv = [str(helm), *verb, RELEASE, str(chart), "--namespace", NAMESPACE,
+    argv = [str(helm), *verb, release, str(chart), "--namespace", namespace,
             f"--kubeconfig={kubeconfig}", f"--values={values_file}",
             f"--timeout={int(INSTALL_TIMEOUT_S)}s"]
     with log.open("ab") as fh:

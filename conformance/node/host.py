@@ -36,7 +36,7 @@ V2_CONTROLLERS = ("cpuset", "cpu", "io", "memory", "pids")
 V2_REQUIRED = ("cpu", "memory", "pids")
 KUBELET_PORTS = {"kubelet": 10250, "kubelet healthz": 10248}
 MNT_DETACH = 2
-MS_BIND, MS_SHARED = 4096, 1 << 20  # <sys/mount.h>
+MS_BIND, MS_PRIVATE, MS_SHARED = 4096, 1 << 18, 1 << 20  # <sys/mount.h>
 
 Progress = Callable[[str], None]
 
@@ -268,6 +268,22 @@ def make_shared(path: Path) -> None:
             libc.mount(None, str(path).encode(), None, MS_SHARED, None) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"cannot make {path} a shared mount: {os.strerror(err)}")
+
+
+def set_shared(path: Path, shared: bool) -> None:
+    """Make the mount at ``path`` (a mount point, e.g. /) shared, or private again. A pod's
+    HostToContainer volume of ``/`` (the GPU Operator's validator mounts the host's root) needs
+    / shared or slave, as systemd makes it at boot; containerd refuses the container otherwise."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.mount(None, str(path).encode(), None, MS_SHARED if shared else MS_PRIVATE,
+                  None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"cannot change the propagation of {path}: {os.strerror(err)}")
+
+
+def mount_point(path: Path) -> str:
+    """The mount point holding ``path``."""
+    return _containing_mount(path)[0]
 
 
 def unmount_all(roots: Iterable[Path], progress: Progress) -> list[str]:

@@ -680,6 +680,9 @@ def _teardown(state: NodeState, progress: Progress, keep_logs: bool) -> None:
     roots = [KUBELET_ROOT, state.path, Path(state.run_dir),
              *map(Path, state.host.get("shared_mounts", []))]
     stuck = host.unmount_all(roots, progress)
+    for point in reversed(state.host.pop("made_shared", [])):  # by gpuconf node operator
+        host.set_shared(Path(point), False)
+        progress(f"{point}: a private mount again (node operator had made it shared)")
     for tree in ours:
         if not host.remove_cgroup_tree(tree):
             progress(f"warning: cgroup {tree} could not be removed")

@@ -25,14 +25,18 @@ GPU_PROFILE = "8xH100"
 GPU_COUNT = 8
 
 
-LAST = "test_down_leaves_nothing_behind"  # takes the session's node down
+# run last, in this order: the GPU Operator takes the node's device plugin over; down takes
+# the session's node away
+LAST = ("test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_shows_a_gpu",
+        "test_down_leaves_nothing_behind")
 
 
 def pytest_collection_modifyitems(items):
     for item in items:
         if "tests/node" in str(item.fspath).replace(os.sep, "/"):
             item.add_marker(pytest.mark.integration)
-    items.sort(key=lambda item: item.name == LAST)  # stable: the rest keep their order
+    # stable: the rest keep their order
+    items.sort(key=lambda item: LAST.index(item.name) + 1 if item.name in LAST else 0)
 
 
 def node_preconditions() -> tuple[str, str | None]:

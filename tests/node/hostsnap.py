@@ -23,6 +23,7 @@ class Snapshot:
     paths: frozenset[str]
     sysctls: tuple[tuple[str, str], ...]
     processes: frozenset[str]
+    root_shared: bool  # / a shared mount (node operator makes it one until down)
 
     def differences(self, other: Snapshot) -> list[str]:
         out = []
@@ -31,6 +32,9 @@ class Snapshot:
             if f.name == "sysctls":
                 changed = [f"{k}: {v} -> {dict(b).get(k)}" for k, v in a if dict(b).get(k) != v]
                 out += [f"sysctl {c}" for c in changed]
+                continue
+            if isinstance(a, bool):
+                out += [f"{f.name}: {a} -> {b}"] if a != b else []
                 continue
             out += [f"{f.name}: added {x}" for x in sorted(b - a)]
             out += [f"{f.name}: removed {x}" for x in sorted(a - b)]
@@ -59,4 +63,5 @@ def take() -> Snapshot:
         paths=frozenset(str(p) for p in watched if p.exists()),
         sysctls=tuple(sorted(host.read_sysctls().items())),
         processes=frozenset(f"{b.name}:{pid}" for b in ours for pid in pids_running(str(b))),
+        root_shared=host.is_shared(Path("/")),
     )

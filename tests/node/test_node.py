@@ -7,6 +7,7 @@ The tests run in file order; the last one takes the node down.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from kubernetes import client
 
 from conformance.build import binaries
-from conformance.common.errors import UsageError
+from conformance.common.errors import NotConverged, UsageError
 from conformance.node import chart as chartmod
 from conformance.node import lifecycle
 from conformance.node.configs import CDI_RUN_DIR
@@ -211,6 +212,38 @@ def test_mps_runs_the_plugins_daemon_until_it_would_change_the_compute_mode(node
         assert _shm_mounted(), f"no tmpfs at {MPS_ROOT / 'shm'}: the daemon's mount-shm failed"
     finally:
         lifecycle.reconfigure(NODE_NAME, chart_values={}, progress=lambda _m: None)
+
+
+def test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_shows_a_gpu(node, api):
+    """The operator and validator built from the gpu-operator source, installed by its chart,
+    run against the real API server and kubelet and reconcile: the ClusterPolicy gets a
+    status. The mock NVML has no NVIDIA device on the PCI bus, so NFD labels none and the
+    operator finds no GPU node; ``node operator`` stops there, saying so (runs second to last:
+    the node's chart is reduced to NFD)."""
+    from conformance.node import operator
+    from conformance.nvidia import clusterpolicy
+
+    try:
+        binaries.require_operator()
+    except UsageError as exc:
+        pytest.skip(str(exc))
+    chart = Path(os.environ.get("NVIDIA_SRC", ".")).parent / "gpu-operator-v26.7.0" / "chart"
+    if not chart.is_dir():
+        pytest.skip(f"no gpu-operator chart at {chart} (../shared/upstream in CI)")
+    lines: list[str] = []
+    with pytest.raises(NotConverged, match="no NVIDIA PCI device seen"):
+        operator.install(NODE_NAME, chart=chart, progress=lines.append, timeout=20)
+    deadline = time.monotonic() + 90  # the operator's first pass (~10 s here, idle)
+    while True:
+        policies = client.CustomObjectsApi(api).list_cluster_custom_object(*clusterpolicy.API)
+        states = [(p.get("status") or {}).get("state") for p in policies["items"]]
+        if states != [None] or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert states == ["ready"], lines
+    conditions = policies["items"][0]["status"]["conditions"]
+    assert any(c.get("reason") == "NoGPUNodes" for c in conditions), conditions
+    assert hostsnap.take().root_shared, "the validator's / volume needs / shared"
 
 
 def test_down_leaves_nothing_behind(node, host_before):

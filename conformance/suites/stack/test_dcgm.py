@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.checks import accelerator_metrics as am
 from conformance.cluster import evidence as ev
 from conformance.nvidia import labels as L
+from conformance.nvidia import operands
 from conformance.plugin.api import not_applicable
 
 SERVICE = "nvidia-dcgm-exporter"
@@ -42,9 +43,17 @@ def gpus_by_metric(text: str) -> dict[str, set[str]]:
     return out
 
 
+EXPORTER = operands.get_operand("dcgm-exporter")
+
+
 def scrape(cluster, ns: str, gpu_stack) -> str:
     """The exporter's /metrics through the API server's service proxy (a failure fails;
-    not-applicable where no operator deploys an exporter and there is no such Service)."""
+    not-applicable where no operator deploys an exporter and there is no such Service, or the
+    ClusterPolicy switches it off, as STACK-OPD-* treat a switched-off operand)."""
+    policy = gpu_stack.policy
+    if gpu_stack.operator_installed and policy is not None and not policy.enables(EXPORTER):
+        not_applicable(f"the DCGM exporter is switched off in the ClusterPolicy "
+                       f"({EXPORTER.spec_path}=false): no metrics endpoint to read")
     try:
         return cluster.core.connect_get_namespaced_service_proxy_with_path(
             f"{SERVICE}:{PORT}", ns, "metrics")
