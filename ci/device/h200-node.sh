@@ -191,20 +191,36 @@ sliced_kernel() {  # sliced_kernel KERNEL PODS REPLICAS: N pods and N processes,
   (( rc == 0 )) && cp "$out" "/tmp/gpuconf-sliced-$tag.done"
 }
 
+run_suites() {  # run_suites GPUCONF_RUN_ARGS...: the suites against the node with the workload
+  # image $ref (when built); results, report, evidence and the node's status into $OUT
+  local img=()
+  [[ -n ${ref:-} ]] && img=(--workload-image "$ref" --cuda-image "$ref")
+  rm -rf /tmp/gpuconf-results
+  timeout "$(( $(left) - 20 ))" "$PY" -m conformance.cli run --target node \
+    --kubeconfig "$KUBECONFIG_NODE" "$@" "${img[@]}" --results /tmp/gpuconf-results
+  say "suites: exit $?"
+  cp /tmp/gpuconf-results/results.json "$OUT/results.json" 2>/dev/null
+  cp /tmp/gpuconf-results/report/report.md "$OUT/report.md" 2>/dev/null
+  (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence.tgz" evidence 2>/dev/null)
+  gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
+}
+
 operator_state() {  # the ClusterPolicy, the operator's pods with their logs, the node's labels
   "$PY" - "$KUBECONFIG_NODE" <<'EOF'
 import json, sys
 from kubernetes import client, config
+from conformance.node.operator import NAMESPACE
+from conformance.nvidia import clusterpolicy
 config.load_kube_config(sys.argv[1])
 core = client.CoreV1Api()
-for cp in client.CustomObjectsApi().list_cluster_custom_object("nvidia.com", "v1", "clusterpolicies")["items"]:
+for cp in client.CustomObjectsApi().list_cluster_custom_object(*clusterpolicy.API)["items"]:
     print("ClusterPolicy", cp["metadata"]["name"], json.dumps(cp.get("status")))
-for p in core.list_namespaced_pod("gpu-operator").items:
+for p in core.list_namespaced_pod(NAMESPACE).items:
     print("pod", p.metadata.name, p.status.phase)
     for st in (p.status.init_container_statuses or []) + (p.status.container_statuses or []):
         print("  ", st.name, "ready" if st.ready else "", st.state.to_dict() if st.state else "")
         try:
-            log = core.read_namespaced_pod_log(p.metadata.name, "gpu-operator", container=st.name, tail_lines=25)
+            log = core.read_namespaced_pod_log(p.metadata.name, NAMESPACE, container=st.name, tail_lines=25)
             print("    " + log.replace("\n", "\n    ")[-3000:])
         except client.ApiException as e:
             print("    (no log:", e.reason, ")")
@@ -251,17 +267,8 @@ run)
     rm -f /tmp/gpuconf-workload-image.ref
     ref=$(workload_image) && gpu_pod_sees_a_device "$ref" || say "still no device in a GPU pod"
   fi
-  img=()
-  [[ -n ${ref:-} ]] && img=(--workload-image "$ref" --cuda-image "$ref")
-  rm -rf /tmp/gpuconf-results
-  timeout "$(( $(left) - 20 ))" "$PY" -m conformance.cli run --target node \
-    --kubeconfig "$KUBECONFIG_NODE" --suite stack --suite scheduling --suite sharing \
-    --suite operations "${img[@]}" --burn-seconds "${BURN_S:-10}" --results /tmp/gpuconf-results
-  say "suites: exit $?"
-  cp /tmp/gpuconf-results/results.json "$OUT/results.json" 2>/dev/null
-  cp /tmp/gpuconf-results/report/report.md "$OUT/report.md" 2>/dev/null
-  (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence.tgz" evidence 2>/dev/null)
-  gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
+  run_suites --suite stack --suite scheduling --suite sharing --suite operations \
+    --burn-seconds "${BURN_S:-10}"
   [[ -n ${ref:-} ]] && sliced_kernel membw "${SLICED_PODS:-1,2,4,8}" 8  # what time is left
   say "run done in $((SECONDS - START)) s"
   ;;
@@ -314,17 +321,7 @@ operator)
   say "operator: exit $rc"
   operator_state > "$OUT/operator-state.txt" 2>&1
   (( rc == 0 )) || { save_node_logs; exit 1; }
-  img=()
-  [[ -n ${ref:-} ]] && img=(--workload-image "$ref" --cuda-image "$ref")
-  rm -rf /tmp/gpuconf-results
-  timeout "$(( $(left) - 20 ))" "$PY" -m conformance.cli run --target node \
-    --kubeconfig "$KUBECONFIG_NODE" --suite stack --suite scheduling "${img[@]}" \
-    --results /tmp/gpuconf-results
-  say "suites: exit $?"
-  cp /tmp/gpuconf-results/results.json "$OUT/results.json" 2>/dev/null
-  cp /tmp/gpuconf-results/report/report.md "$OUT/report.md" 2>/dev/null
-  (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence.tgz" evidence 2>/dev/null)
-  gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
+  run_suites --suite stack --suite scheduling
   say "operator done in $((SECONDS - START)) s"
   ;;
 *) echo "usage: h200-node.sh stage|run|sliced|stage2|operator" >&2; exit 2 ;;
