@@ -17,8 +17,11 @@
 #   stage2  (for operator) call 2: verify stage 1, unpack stage 2 (the two archives and the
 #           operator's do not fit one call)
 #   operator call 3: unpack .stage/operator.tar.xz (the GPU Operator built from source), node
-#           up, the workload image, `gpuconf node operator` with the staged chart, then the
-#           stack and scheduling suites with the operator running the node
+#           up, the workload image, `gpuconf node operator` with the staged chart (with
+#           OPERATOR_REPLICAS=R: time-slicing R through its ClusterPolicy, as NVIDIA documents),
+#           then the suites of OPERATOR_SUITES (default "stack scheduling"; DISRUPTIVE=1 adds
+#           --disruptive, OPERATOR_REQUIREMENTS="ID ..." keeps those; NO_WORKLOAD_IMAGE=1
+#           skips the CuPy image, ~90 s) with the operator running the node
 #
 # Each call writes at most 8 files into $OUT as it goes (a later failing step keeps what the
 # earlier ones wrote). The node is left up between calls (its processes have sessions of their
@@ -161,11 +164,15 @@ finally:
 EOF
 }
 
+time_slicing_config() {  # time_slicing_config REPLICAS: a device plugin config file
+  printf 'version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: %s\n' "$1"
+}
+
 time_sliced() {  # time_sliced REPLICAS: the plugin configured for time-slicing, once per value
   local replicas=$1 applied=/tmp/gpuconf-ts.replicas
   [[ $(cat $applied 2>/dev/null) == "$replicas" ]] && return 0
-  printf 'config:\n  default: default\n  map:\n    default: |\n      version: v1\n      sharing:\n        timeSlicing:\n          resources:\n          - name: nvidia.com/gpu\n            replicas: %s\n' \
-    "$replicas" > /tmp/ts.yaml
+  { printf 'config:\n  default: default\n  map:\n    default: |\n'
+    time_slicing_config "$replicas" | sed 's/^/      /'; } > /tmp/ts.yaml
   timeout 120 "$PY" -m conformance.cli node reconfigure --name "$NAME" --chart-values /tmp/ts.yaml \
     && echo "$replicas" > $applied
 }
@@ -314,14 +321,24 @@ operator)
   install_site
   stage_left operator || unpack "$STAGE/operator.tar.xz" || { say "the operator did not unpack (carry .stage/operator.tar.xz)"; exit 1; }
   node_up || { say "node up failed"; save_node_logs; exit 1; }
-  ref=$(workload_image) || say "no workload image"
+  [[ -n ${NO_WORKLOAD_IMAGE:-} ]] || ref=$(workload_image) || say "no workload image"
   op_chart=$(ls -d "$STAGE"/src/gpu-operator-*/chart | tail -n 1)
-  timeout 330 "$PY" -m conformance.cli node operator --name "$NAME" --chart "$op_chart"
+  sharing=()
+  if [[ -n ${OPERATOR_REPLICAS:-} ]]; then  # NVIDIA's time-slicing flow through the operator
+    time_slicing_config "$OPERATOR_REPLICAS" > /tmp/op-ts.yaml
+    sharing=(--sharing-config /tmp/op-ts.yaml)
+  fi
+  timeout 330 "$PY" -m conformance.cli node operator --name "$NAME" --chart "$op_chart" \
+    "${sharing[@]}"
   rc=$?
   say "operator: exit $rc"
   operator_state > "$OUT/operator-state.txt" 2>&1
   (( rc == 0 )) || { save_node_logs; exit 1; }
-  run_suites --suite stack --suite scheduling
+  suites=()
+  for s in ${OPERATOR_SUITES:-stack scheduling}; do suites+=(--suite "$s"); done
+  [[ -n ${DISRUPTIVE:-} ]] && suites+=(--disruptive)
+  for r in ${OPERATOR_REQUIREMENTS:-}; do suites+=(--requirement "$r"); done
+  run_suites "${suites[@]}"
   say "operator done in $((SECONDS - START)) s"
   ;;
 *) echo "usage: h200-node.sh stage|run|sliced|stage2|operator" >&2; exit 2 ;;

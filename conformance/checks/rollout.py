@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from conformance.nvidia.labels import DEPLOY_PREFIX
+
 
 @dataclass
 class OperatorView:
@@ -17,6 +19,20 @@ class OperatorView:
     namespace: str
     daemonsets: dict[str, object]
     pods_by_app: dict[str, list] = field(default_factory=dict)
+
+    def operand_pods_on(self, node: str) -> list[str]:
+        """The live pods on ``node`` of the operand DaemonSets: those that pick their nodes by
+        a ``nvidia.com/gpu.deploy.*`` label, the operator's per-node switch. Not the
+        operator's own pod (a Deployment, on a GPU node in a one-node cluster: the H200
+        node), nor an NFD worker sharing the namespace."""
+        operand_sets = {name for name, ds in self.daemonsets.items()
+                        if any(k.startswith(DEPLOY_PREFIX)
+                               for k in ds.spec.template.spec.node_selector or {})}
+        return sorted(
+            p.metadata.name for pods in self.pods_by_app.values() for p in pods
+            if p.spec.node_name == node and p.metadata.deletion_timestamp is None
+            and any(o.kind == "DaemonSet" and o.name in operand_sets
+                    for o in p.metadata.owner_references or []))
 
 
 def pod_ready(pod) -> bool:

@@ -75,7 +75,9 @@ def cmd_image(args) -> int:
 def cmd_operator(args) -> int:
     from conformance.node import operator
 
-    operator.install(args.name, chart=args.chart, progress=say, timeout=args.timeout)
+    operator.install(args.name, chart=args.chart, progress=say, timeout=args.timeout,
+                     sharing_config=args.sharing_config,
+                     allow_compute_mode_change=args.allow_compute_mode_change)
     say(f"node {args.name!r}: the GPU Operator runs it (run the suites with --target node)")
     return EXIT_OK
 
@@ -146,6 +148,11 @@ def register(sub) -> None:
                          "nvidia/gpu-operator --version TAG --untar)")
     op.add_argument("--timeout", type=float, default=300.0, metavar="S",
                     help="how long to wait for the ClusterPolicy to be ready (default 300)")
+    op.add_argument("--sharing-config", metavar="FILE",
+                    help="a device plugin config (version: v1, sharing: timeSlicing or mps) "
+                         "for the operator's plugin, applied as NVIDIA documents: ConfigMap "
+                         "time-slicing-config, the ClusterPolicy's devicePlugin.config")
+    _allow_compute_mode_change(op)
     op.set_defaults(func=cmd_operator)
 
 
@@ -164,6 +171,10 @@ def _chart_values(parser, *, required: bool = False) -> None:
     parser.add_argument("--chart-values", metavar="FILE", required=required,
                         help="YAML values merged over the node's device plugin chart values "
                              "(e.g. a time-slicing config.map)")
+    _allow_compute_mode_change(parser)
+
+
+def _allow_compute_mode_change(parser) -> None:
     parser.add_argument("--allow-compute-mode-change", action="store_true",
                         help="let an MPS sharing config run on real GPUs: the plugin's MPS "
                              "control daemon changes their compute mode "

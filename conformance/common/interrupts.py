@@ -51,6 +51,16 @@ def _raise_interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _raise_first_interrupt(signum: int, _frame: object) -> None:
+    for sig in SIGNALS:
+        signal.signal(sig, _ignore_while_cleaning_up)
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def _ignore_while_cleaning_up(_signum: int, _frame: object) -> None:
+    """The run is already ending: its cleanup must not be cut (see :func:`interrupt_once`)."""
+
+
 def sigterm_as_interrupt() -> None:
     """Make SIGTERM (a cancelled CI job, ``kill``) end the process like Ctrl-C.
 
@@ -59,3 +69,14 @@ def sigterm_as_interrupt() -> None:
     """
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+def interrupt_once() -> None:
+    """In the suite's process: the first SIGINT or SIGTERM ends it like Ctrl-C, later ones are
+    ignored until it has cleaned up. One interrupt reaches it twice: a terminal's Ctrl-C (and
+    ``timeout``, which signals its whole process group) reaches both gpuconf and the suite,
+    and gpuconf forwards it; the second one cut the first one's handling on the H200 node
+    (a traceback instead of the summary). gpuconf kills the suite if its cleanup hangs."""
+    if threading.current_thread() is threading.main_thread():
+        for sig in SIGNALS:
+            signal.signal(sig, _raise_first_interrupt)

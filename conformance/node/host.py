@@ -264,10 +264,10 @@ def make_shared(path: Path) -> None:
     plugin's MPS daemon mounts its shm below its root, and containerd refuses the container
     otherwise ("is mounted on / but it is not a shared mount")."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if libc.mount(str(path).encode(), str(path).encode(), None, MS_BIND, None) != 0 or \
-            libc.mount(None, str(path).encode(), None, MS_SHARED, None) != 0:
+    if libc.mount(str(path).encode(), str(path).encode(), None, MS_BIND, None) != 0:
         err = ctypes.get_errno()
-        raise OSError(err, f"cannot make {path} a shared mount: {os.strerror(err)}")
+        raise OSError(err, f"cannot bind-mount {path} onto itself: {os.strerror(err)}")
+    set_shared(path, True)
 
 
 def set_shared(path: Path, shared: bool) -> None:

@@ -208,13 +208,13 @@ def node_images(nb: binaries.NodeBinaries) -> tuple[list[Image], dict[str, str]]
     # the MPS control daemon (upstream's image holds all four too)
     dp_bins = [nb.nvidia_device_plugin, nb.gpu_feature_discovery, nb.config_manager,
                nb.mps_control_daemon]
-    # the MPS daemon's mount-shm runs `mount -t tmpfs` (k8s.io/mount-utils): busybox's
-    mounts = [Entry("/bin/busybox", source=nb.busybox),
-              *(Entry(f"/bin/{a}", link="busybox") for a in ("mount", "umount"))]
+    # busybox, as upstream's image has a shell: the GPU Operator's plugin DaemonSet runs
+    # `/bin/sh -c /bin/entrypoint.sh` (sh, cat, lsmod, grep), the MPS daemon's mount-shm
+    # runs `mount -t tmpfs` (k8s.io/mount-utils)
     images.append(Image(
         [dp_ref],
         [*(Entry(f"/usr/bin/{b.name}", source=b) for b in dp_bins), *glibc_entries(dp_bins),
-         *mounts],
+         *bb],
         # as upstream's image: the NVIDIA runtime gives every GPU to these containers
         env={"NVIDIA_VISIBLE_DEVICES": "all", "NVIDIA_DRIVER_CAPABILITIES": "compute,utility",
              "NVIDIA_DISABLE_REQUIRE": "true"},

@@ -85,6 +85,18 @@ def runtime_class(c: client.ApiClient) -> None:
                                   handler=RUNTIME_CLASS))
 
 
+def put_configmap(c: client.ApiClient, cm: client.V1ConfigMap) -> None:
+    """Create ``cm`` (and its namespace), or replace the one there."""
+    core, ns = client.CoreV1Api(c), cm.metadata.namespace
+    _create(core.create_namespace, client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    try:
+        core.create_namespaced_config_map(ns, cm)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        core.replace_namespaced_config_map(cm.metadata.name, ns, cm)
+
+
 # ---- waits ----------------------------------------------------------------------------------
 def wait(what: str, check: Callable[[], str | None], *, timeout: float, progress: Progress,
          interval: float = 0.5, alive: Callable[[], None] | None = None) -> float:

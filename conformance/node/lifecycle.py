@@ -361,6 +361,29 @@ def _node_side(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
     mark("images_imported")
 
 
+def share_bind_mount(state: NodeState, path: Path, why: str, progress: Progress) -> None:
+    """Make ``path`` a shared bind mount of itself unless its mount propagates already: a
+    pod's Bidirectional volume needs one. Recorded before it is made; ``down`` unmounts it."""
+    if host.is_shared(path):
+        return
+    state.host.setdefault("shared_mounts", []).append(str(path))
+    state.save()
+    host.make_shared(path)
+    progress(f"{path}: made a shared mount ({why}; unmounted by down)")
+
+
+def share_mount_of(state: NodeState, path: Path, why: str, progress: Progress) -> None:
+    """Make the mount holding ``path`` shared unless it is: a pod's HostToContainer volume
+    needs one. Recorded before it is changed; ``down`` makes it private again."""
+    if host.is_shared(path):
+        return
+    point = host.mount_point(path)
+    state.host.setdefault("made_shared", []).append(point)
+    state.save()
+    host.set_shared(Path(point), True)
+    progress(f"{point}: made a shared mount ({why}; private again at down)")
+
+
 def _host_setup(state: NodeState, f: host.HostFacts, progress: Progress) -> None:
     # record first, then create: an interrupt in between still leaves the record
     kmsg = Path("/dev/kmsg")
@@ -369,12 +392,7 @@ def _host_setup(state: NodeState, f: host.HostFacts, progress: Progress) -> None
     state.save()
     for p in HOST_PATHS:
         p.mkdir(parents=True, exist_ok=True)
-    if not host.is_shared(MPS_ROOT):
-        state.host["shared_mounts"] = [str(MPS_ROOT)]
-        state.save()
-        host.make_shared(MPS_ROOT)
-        progress(f"{MPS_ROOT}: made a shared mount (the MPS daemon's shm propagates to the host; "
-                 "unmounted by down)")
+    share_bind_mount(state, MPS_ROOT, "the MPS daemon's shm propagates to the host", progress)
     if not f.kmsg:
         os.mknod(kmsg, 0o644 | 0o020000, os.makedev(1, 11))
         progress("created /dev/kmsg (the kubelet's OOM watcher reads it; removed by down)")

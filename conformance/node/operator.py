@@ -31,7 +31,8 @@ from conformance.node import host, images, kube, lifecycle
 from conformance.node.images import Entry, Image
 from conformance.node.state import NodeState
 from conformance.nvidia import clusterpolicy
-from conformance.nvidia.labels import GPU_PRESENT, GPU_RESOURCE, NFD_PCI_NVIDIA
+from conformance.nvidia.labels import GPU_PRESENT, NFD_PCI_NVIDIA
+from conformance.nvidia.sharing import validate_sharing_config
 from conformance.sim.controlplane import ControlPlane
 
 Progress = Callable[[str], None]
@@ -42,6 +43,11 @@ IMAGE_REPOSITORY = "nvcr.io/nvidia/gpu-operator"  # the chart's operator and val
 VALIDATIONS = Path("/run/nvidia/validations")  # the validator's *-ready files (Bidirectional)
 VALIDATOR_APP = "nvidia-operator-validator"
 READY_TIMEOUT_S = 300.0
+# NVIDIA's documented time-slicing flow for the operator ("Time-Slicing GPUs in Kubernetes"):
+# a ConfigMap of plugin configs in the operator's namespace, named by the ClusterPolicy's
+# devicePlugin.config with its default key
+SHARING_CONFIGMAP = "time-slicing-config"
+SHARING_DEFAULT_KEY = "any"
 HOST_MODPROBE = Path("/sbin/modprobe")  # the validator runs it chrooted into the host
 # chart sections switched off, and why (the report of an operator run names them)
 OFF = {
@@ -74,14 +80,15 @@ def image(build: binaries.OperatorBuild, nb: binaries.NodeBinaries) -> Image:
 
 
 def values(build: binaries.OperatorBuild, *, driver_install_dir: str,
-           dev_char_symlinks: bool = True) -> dict[str, Any]:
+           dev_char_symlinks: bool = True, sharing: bool = False) -> dict[str, Any]:
     """The chart values: the built image, the host's driver, the operands in ``OFF`` off.
     The validator's CUDA and plugin checks run without their workload pods: those run NVIDIA's
     ``vectorAdd`` sample, a CUDA binary the source does not build (the suites run their own
     CUDA pods instead). Without ``dev_char_symlinks`` the validator's driver check does not
     create /dev/char links (NVIDIA's documented switch for hosts where it cannot: it loads the
     nvidia modules with the host's modprobe first). They serve runc's systemd cgroup driver;
-    the node's runc uses cgroupfs."""
+    the node's runc uses cgroupfs. With ``sharing`` the plugin reads its config from
+    :data:`SHARING_CONFIGMAP` (NVIDIA's time-slicing flow)."""
     no_workload = {"env": [{"name": "WITH_WORKLOAD", "value": "false"}]}
     image_pin = {"version": build.version, "imagePullPolicy": "Never"}
     validator: dict[str, Any] = {**image_pin, "cuda": no_workload, "plugin": no_workload}
@@ -92,7 +99,9 @@ def values(build: binaries.OperatorBuild, *, driver_install_dir: str,
     vals.update({
         "operator": {**image_pin, "upgradeCRD": False},
         "validator": validator,
-        "devicePlugin": {"imagePullPolicy": "Never"},
+        "devicePlugin": {"imagePullPolicy": "Never", **(
+            {"config": {"name": SHARING_CONFIGMAP, "default": SHARING_DEFAULT_KEY}}
+            if sharing else {})},
         "gfd": {"imagePullPolicy": "Never"},
         "hostPaths": {"driverInstallDir": driver_install_dir},
         # the operator's CDI mode points the plugin's CDI hooks at the toolkit it installs;
@@ -100,6 +109,33 @@ def values(build: binaries.OperatorBuild, *, driver_install_dir: str,
         "cdi": {"enabled": False},
     })
     return vals
+
+
+def load_sharing_config(path: str | Path, *, real_gpus: bool,
+                        allow_compute_mode_change: bool = False) -> str:
+    """The text of a device plugin config file (``version: v1``, ``sharing: ...``) for the
+    operator's plugin, checked as the plugin would check it; one-line errors. MPS on real GPUs
+    needs the user's leave, as for ``node up`` (its daemon changes the compute mode)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"--sharing-config {path}: {exc.strerror or exc}") from exc
+    if errors := validate_sharing_config(text):
+        raise UsageError(f"--sharing-config {path}: {errors[0]}")
+    chartmod.refuse_unasked_compute_mode_change(
+        _as_chart_config(text), real_gpus=real_gpus, allowed=allow_compute_mode_change)
+    return text
+
+
+def _as_chart_config(text: str) -> dict[str, Any]:
+    """The config in the plugin chart's ``config`` shape (what :mod:`chart` reads)."""
+    return {"config": {"default": SHARING_DEFAULT_KEY, "map": {SHARING_DEFAULT_KEY: text}}}
+
+
+def sharing_configmap(text: str) -> client.V1ConfigMap:
+    return client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=SHARING_CONFIGMAP, namespace=NAMESPACE),
+        data={SHARING_DEFAULT_KEY: text})
 
 
 def find_chart(path: str | Path) -> Path:
@@ -117,12 +153,17 @@ def find_chart(path: str | Path) -> Path:
 
 
 def install(name: str, *, chart: str | Path, progress: Progress = print,
-            timeout: float = READY_TIMEOUT_S) -> dict[str, Any]:
+            timeout: float = READY_TIMEOUT_S, sharing_config: str | Path | None = None,
+            allow_compute_mode_change: bool = False) -> dict[str, Any]:
     """Install the operator on node ``name`` and wait until its ClusterPolicy is ready with
-    the node among its GPU nodes; what it reached (seconds, state, operands)."""
+    the node among its GPU nodes and its GPUs advertised as ``sharing_config`` (a device
+    plugin config file) shares them; what it reached (seconds, state, operands)."""
     chart_dir = find_chart(chart)
     build = binaries.require_operator()
     state = lifecycle.require_up(name)
+    sharing = (None if sharing_config is None else load_sharing_config(
+        sharing_config, real_gpus=state.gpu.get("source") != lifecycle.MOCK_NVML,
+        allow_compute_mode_change=allow_compute_mode_change))
     cp = ControlPlane(name).state()
     if cp is None:
         raise UsageError(f"node {name!r} has no control plane: `gpuconf node down`, then up")
@@ -146,7 +187,13 @@ def install(name: str, *, chart: str | Path, progress: Progress = print,
         progress(f"no {HOST_MODPROBE} on this host: the validator is told not to create the "
                  "/dev/char links (it would load the nvidia modules with it first)")
     vals = values(build, driver_install_dir=state.gpu["driver_root"],
-                  dev_char_symlinks=dev_char)
+                  dev_char_symlinks=dev_char, sharing=sharing is not None)
+    resource, want = chartmod.advertised(_as_chart_config(sharing) if sharing else {},
+                                         state.gpu.get("count"))
+    if sharing is not None:
+        kube.put_configmap(c, sharing_configmap(sharing))
+        progress(f"sharing: ConfigMap {NAMESPACE}/{SHARING_CONFIGMAP} ({SHARING_DEFAULT_KEY}), "
+                 f"the ClusterPolicy's devicePlugin.config names it; want {resource}={want}")
     progress(f"helm install {RELEASE} {chart_dir} (operator {build.version}; off: "
              f"{', '.join(OFF)})")
     chartmod.install(helm=Path(cp.binaries["helm"]), kubeconfig=cp.kubeconfig, chart=chart_dir,
@@ -157,7 +204,7 @@ def install(name: str, *, chart: str | Path, progress: Progress = print,
     state.save()
     try:
         kube.wait("the GPU Operator's ClusterPolicy to be ready",
-                  lambda: policy_not_ready(c, state.node_name, state.gpu.get("count")),
+                  lambda: policy_not_ready(c, state.node_name, resource, want),
                   timeout=timeout,
                   progress=progress)
     except NotConverged as exc:
@@ -172,20 +219,12 @@ def _host_for_validator(state: NodeState, progress: Progress) -> None:
     if (missing := host.first_missing(VALIDATIONS)) is not None:
         state.created.append(str(missing))
     VALIDATIONS.mkdir(parents=True, exist_ok=True)
-    if not host.is_shared(VALIDATIONS):
-        state.host.setdefault("shared_mounts", []).append(str(VALIDATIONS))
-        state.save()
-        host.make_shared(VALIDATIONS)
+    lifecycle.share_bind_mount(state, VALIDATIONS, "the validator's Bidirectional volume",
+                               progress)
     # the validator's HostToContainer volumes: the host's root and the driver's folder
     for path in (Path("/"), Path(state.gpu["driver_root"])):
-        if host.is_shared(path):
-            continue
-        point = host.mount_point(path)
-        state.host.setdefault("made_shared", []).append(point)
-        state.save()
-        host.set_shared(Path(point), True)
-        progress(f"{point}: made a shared mount (the validator's HostToContainer volume of "
-                 f"{path}; private again at down)")
+        lifecycle.share_mount_of(state, path, f"the validator's HostToContainer volume of "
+                                 f"{path}", progress)
 
 
 def _chart_gpu_pods(c: client.ApiClient) -> str | None:
@@ -194,9 +233,10 @@ def _chart_gpu_pods(c: client.ApiClient) -> str | None:
     return f"still running: {', '.join(left)}" if left else None
 
 
-def policy_not_ready(c: client.ApiClient, node: str, gpus: int | None) -> str | None:
+def policy_not_ready(c: client.ApiClient, node: str, resource: str,
+                     want: int | None) -> str | None:
     """None once the ClusterPolicy is ready with the node as a GPU node, its operands rolled
-    out and the node's ``gpus`` advertised by the operator's device plugin; else why not."""
+    out and ``want`` of ``resource`` advertised by the operator's device plugin; else why."""
     items = client.CustomObjectsApi(c).list_cluster_custom_object(*clusterpolicy.API)["items"]
     if not items:
         return "no ClusterPolicy yet"
@@ -211,7 +251,7 @@ def policy_not_ready(c: client.ApiClient, node: str, gpus: int | None) -> str | 
     # the policy says ready between two reconcile passes too: its operands must be up
     if (pending := kube.rolled_out(c, NAMESPACE)) is not None:
         return f"ClusterPolicy ready, operands not: {pending}; {validator_progress(c)}"
-    return kube.gpus_advertised(c, node, GPU_RESOURCE, gpus)
+    return kube.gpus_advertised(c, node, resource, want)
 
 
 def validator_progress(c: client.ApiClient) -> str:

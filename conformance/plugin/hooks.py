@@ -51,7 +51,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not config.pluginmanager.is_registered(fixtures):
         config.pluginmanager.register(fixtures, "gpu_conformance_fixtures")
     if not hasattr(config, "workerinput"):
-        interrupts.sigterm_as_interrupt()
+        interrupts.interrupt_once()
     waits.set_reporter(_live_lines(config))
 
 

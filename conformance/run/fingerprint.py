@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import re
+
+from kubernetes import client
+
 from conformance.cluster import dra as cluster_dra
 from conformance.cluster import views
 from conformance.nvidia import driver, gfd_contract
 from conformance.nvidia import labels as L
 from conformance.run.targets import Env
+
+_CHART_LABEL = re.compile(r"^(?P<name>.+?)-(?P<version>v?\d.*)$")  # helm.sh/chart: NAME-VERSION
+
+
+def operator_versions(dep: client.V1Deployment) -> tuple[str | None, str | None]:
+    """The running operator's version and its chart's. The image tag comes first: the
+    ``app.kubernetes.io/version`` label is the chart's appVersion, which a values override
+    of ``operator.version`` does not change (a chart from NVIDIA's source tree says
+    "main-latest" while it runs v26.7.0; seen on the H200 node). A chart version may hold
+    hyphens ("v1.0.0-devel", "25.3.0-rc.1"), so it is what follows the chart's name."""
+    labels = dep.metadata.labels or {}
+    image = dep.spec.template.spec.containers[0].image or ""
+    name_part = image.split("@", 1)[0].rsplit("/", 1)[-1]  # a digest has no tag
+    tag = name_part.split(":", 1)[1] if ":" in name_part else None
+    m = _CHART_LABEL.match(labels.get("helm.sh/chart", ""))
+    return tag or labels.get("app.kubernetes.io/version"), m["version"] if m else None
 
 
 def of_cluster(env: Env) -> dict:
@@ -38,15 +58,9 @@ def of_cluster(env: Env) -> dict:
             "allocation": paths.get(node.name),  # device-plugin | dra | both | none
             "served_by": served.get(node.name),  # ClusterPolicy | GPUCluster | none
         })
-    operator_version = chart_version = None
-    if stack.operator_deployments:
-        dep = stack.operator_deployments[0]
-        dep_labels = dep.metadata.labels or {}
-        image = dep.spec.template.spec.containers[0].image or ""
-        operator_version = dep_labels.get("app.kubernetes.io/version") or (
-            image.rsplit(":", 1)[-1] if ":" in image else None)
-        chart = dep_labels.get("helm.sh/chart", "")
-        chart_version = chart.rsplit("-", 1)[-1] if chart else None
+    operator_version, chart_version = (
+        operator_versions(stack.operator_deployments[0]) if stack.operator_deployments
+        else (None, None))
     return {
         "kubernetes_version": env.server_version,
         "gpu_stack": stack.shape,

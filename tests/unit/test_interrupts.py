@@ -43,3 +43,19 @@ def test_without_a_signal_nothing_is_recorded_and_ctrl_c_works_again():
     assert not late
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_the_suite_takes_one_interrupt_and_finishes_its_cleanup_through_the_next():
+    before = {sig: signal.getsignal(sig) for sig in interrupts.SIGNALS}
+    cleaned = []
+    try:
+        interrupts.interrupt_once()
+        with pytest.raises(KeyboardInterrupt, match="signal 2"):
+            os.kill(os.getpid(), signal.SIGINT)  # the terminal's Ctrl-C
+        os.kill(os.getpid(), signal.SIGINT)  # gpuconf forwarding the same one
+        os.kill(os.getpid(), signal.SIGTERM)
+        cleaned.append("namespaces deleted")
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+    assert cleaned == ["namespaces deleted"]

@@ -8,7 +8,7 @@ import pytest
 
 from conformance.build import binaries
 from conformance.common.errors import UsageError
-from conformance.node import operator
+from conformance.node import images, operator
 
 
 def _build(tmp_path: Path) -> binaries.OperatorBuild:
@@ -74,3 +74,56 @@ def test_a_host_without_modprobe_gets_nvidias_switch_for_dev_char_links(tmp_path
     assert vals["validator"]["driver"]["env"] == [
         {"name": "DISABLE_DEV_CHAR_SYMLINK_CREATION", "value": "true"}]
     assert "driver" not in operator.values(_build(tmp_path), driver_install_dir="/")["validator"]
+
+
+def test_the_plugin_image_runs_the_operators_entrypoint_script():
+    # the operator's plugin DaemonSet runs `/bin/sh -c /bin/entrypoint.sh` (its ConfigMap:
+    # cat, lsmod, grep, sleep); without a shell it crash-looped on the H200 ("stat /bin/sh")
+    nb = binaries.locate_node()
+    if not nb.busybox.is_file() or not nb.nvidia_device_plugin.is_file():
+        pytest.skip("node binaries not built here (make setup)")
+    imgs, roles = images.node_images(nb)
+    plugin = next(i for i in imgs if roles["device-plugin"] in i.refs)
+    paths = {e.path for e in plugin.entries}
+    assert {"/bin/sh", "/bin/cat", "/bin/lsmod", "/bin/grep", "/bin/sleep",
+            "/bin/mount", "/usr/bin/nvidia-device-plugin"} <= paths
+
+
+TIME_SLICING_4 = """version: v1
+sharing:
+  timeSlicing:
+    resources:
+    - name: nvidia.com/gpu
+      replicas: 4
+"""
+
+
+def test_a_sharing_config_follows_nvidias_time_slicing_flow(tmp_path):
+    cfg = tmp_path / "ts.yaml"
+    cfg.write_text(TIME_SLICING_4)
+    text = operator.load_sharing_config(cfg, real_gpus=True)
+    cm = operator.sharing_configmap(text)
+    assert (cm.metadata.namespace, cm.metadata.name) == ("gpu-operator", "time-slicing-config")
+    assert cm.data == {"any": TIME_SLICING_4}
+    vals = operator.values(_build(tmp_path), driver_install_dir="/", sharing=True)
+    assert vals["devicePlugin"]["config"] == {"name": "time-slicing-config", "default": "any"}
+    assert "config" not in operator.values(_build(tmp_path), driver_install_dir="/")[
+        "devicePlugin"]
+
+
+def test_a_sharing_config_the_plugin_would_reject_is_one_line(tmp_path):
+    cfg = tmp_path / "bad.yaml"
+    cfg.write_text(TIME_SLICING_4.replace("replicas: 4", "replicas: 0"))
+    with pytest.raises(UsageError, match=r"^--sharing-config .*bad\.yaml: .*replicas"):
+        operator.load_sharing_config(cfg, real_gpus=False)
+    with pytest.raises(UsageError, match="No such file"):
+        operator.load_sharing_config(tmp_path / "missing.yaml", real_gpus=False)
+
+
+def test_mps_on_real_gpus_needs_leave_to_change_the_compute_mode(tmp_path):
+    cfg = tmp_path / "mps.yaml"
+    cfg.write_text(TIME_SLICING_4.replace("timeSlicing", "mps"))
+    with pytest.raises(UsageError, match="--allow-compute-mode-change"):
+        operator.load_sharing_config(cfg, real_gpus=True)
+    assert operator.load_sharing_config(cfg, real_gpus=True, allow_compute_mode_change=True)
+    assert operator.load_sharing_config(cfg, real_gpus=False)

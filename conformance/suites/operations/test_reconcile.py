@@ -9,6 +9,7 @@ Checklist (gpu-operator tests/scripts/update-clusterpolicy.sh, end-to-end.sh ste
 - OPS-REC-001 a devicePlugin.config switch reaches the plugin (its ConfigMap mounted,
   DEFAULT_CONFIG set)
 - OPS-REC-001 dcgmExporter.enabled=false removes the DCGM exporter pods; true brings them back
+  (not applicable where the ClusterPolicy has the exporter off: no DCGM on the host)
 - OPS-REC-002 nvidia.com/gpu.deploy.operands=false empties a node of operands; restoring it
   brings them back
 - OPS-REC-003 the operator pod, deleted, is replaced and Running again
@@ -25,12 +26,14 @@ from conformance.cluster import policy_edit, views
 from conformance.cluster.waits import wait_for
 from conformance.nvidia import labels as L
 from conformance.nvidia import operands
+from conformance.plugin.api import not_applicable
 
 pytestmark = pytest.mark.disruptive
 
 PLUGIN_DS = operands.get_operand("device-plugin").name
 GFD_DS = operands.get_operand("gpu-feature-discovery").name
-DCGM_APP = operands.get_operand("dcgm-exporter").app
+DCGM_EXPORTER = operands.get_operand("dcgm-exporter")
+DCGM_APP = DCGM_EXPORTER.app
 
 
 @pytest.fixture
@@ -104,7 +107,10 @@ def test_sharing_config_switch_reaches_the_plugin(cluster, change_policy, gpu_en
 
 
 @pytest.mark.requirement("OPS-REC-001")
-def test_dcgm_exporter_switches_off_and_on(cluster, change_policy, gpu_env):
+def test_dcgm_exporter_switches_off_and_on(cluster, change_policy, cluster_policy, gpu_env):
+    if not cluster_policy.enables(DCGM_EXPORTER):
+        not_applicable(f"the DCGM exporter is switched off in the ClusterPolicy "
+                       f"({DCGM_EXPORTER.spec_path}=false): no exporter to switch off and on")
     ns, timeout = gpu_env.options.operator_namespace, gpu_env.options.reconcile_timeout
     switched = change_policy(("dcgmExporter", "enabled"), False)
     wait_for(f"DCGM exporter pods in {ns} to disappear (dcgmExporter.enabled=false)",
@@ -122,10 +128,8 @@ def test_deploy_operands_label_switches_a_node(cluster, gpu_env, require_gpu_nod
     node = require_gpu_nodes[0].name
     before = require_gpu_nodes[0].label(L.DEPLOY_OPERANDS)
 
-    def on_node() -> list:
-        view = views.read_operator_view(cluster, ns)
-        return [p.metadata.name for pods in view.pods_by_app.values() for p in pods
-                if p.spec.node_name == node and p.metadata.deletion_timestamp is None]
+    def on_node() -> list[str]:
+        return views.read_operator_view(cluster, ns).operand_pods_on(node)
 
     running = on_node()
     assert running, f"no operand pods on {node} to switch off"
