@@ -154,6 +154,7 @@ def build_parser() -> Parser:
     p.add_argument("--min-jain", type=float, default=0.90)
     p.add_argument("--max-cv", type=float, default=0.05)
     p.add_argument("--mps", action="store_true", help="under a private MPS daemon")
+    _mps_replicas(p)
     for kind in kernels.STRESS_KINDS:
         _add_params(p, kernels.params(kind), prefix=f"{kind}-")
 
@@ -201,6 +202,7 @@ def build_parser() -> Parser:
     _common(p)
     p.add_argument("--mode", choices=("memory", "fault"), required=True)
     p.add_argument("--mps", action="store_true")
+    _mps_replicas(p)
     p.add_argument("--fraction", type=_fraction, default=0.88,
                    help="share of free memory the holder takes (memory mode)")
     p.add_argument("--probe-fraction", type=_fraction, default=0.25,
@@ -266,7 +268,7 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
             options={k: _params_of(args, k, f"{k}-") for k in kernels.STRESS_KINDS},
             window=interference.Window(seconds=args.seconds, trials=args.trials),
             limits=Thresholds(args.max_overhead, args.min_jain, args.max_cv),
-            device=args.device, use_mps=args.mps)
+            device=args.device, use_mps=args.mps, mps_replicas=args.mps_replicas)
     if kind == "latency":
         from gpu_kernels import interference, latency
 
@@ -292,7 +294,14 @@ def _run(args: argparse.Namespace) -> dict[str, Any]:
                          fraction=args.fraction, probe_fraction=args.probe_fraction,
                          victim_kind=args.victim,
                          victim_options=_params_of(args, args.victim, f"{args.victim}-"),
-                         seconds=args.seconds)
+                         seconds=args.seconds, mps_replicas=args.mps_replicas)
+
+
+def _mps_replicas(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mps-replicas", type=_positive(int), default=None, metavar="R",
+                   help="MPS with the per-client defaults the NVIDIA device plugin sets for "
+                        "sharing.mps with R replicas (pinned memory limit memory/R, active "
+                        "threads 100/R %%); implies --mps; the compute mode is left as it is")
 
 
 def _unavailable_errors() -> tuple[type[BaseException], ...]:

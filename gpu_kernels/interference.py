@@ -150,11 +150,14 @@ def mixed(kinds: Sequence[str], options: Mapping[str, Mapping[str, Any]], window
 
 def run(*, kernel: str | None, counts: Sequence[int], mix: Sequence[str] | None,
         options: Mapping[str, Mapping[str, Any]], window: Window, limits: Thresholds,
-        device: int = 0, use_mps: bool = False) -> dict[str, Any]:
-    """The ``interference`` kind's result: every point, the verdict, MPS/MIG state."""
+        device: int = 0, use_mps: bool = False,
+        mps_replicas: int | None = None) -> dict[str, Any]:
+    """The ``interference`` kind's result: every point, the verdict, MPS/MIG state
+    (``mps_replicas``: MPS with the device plugin's per-client defaults for that many)."""
+    use_mps = use_mps or mps_replicas is not None
     mode = "mps" if use_mps else "time-slicing"
     mig = nvml.mig_mode(device)
-    with (mps.daemon() if use_mps else nullcontext()) as session:
+    with (mps.daemon(mps_replicas, device) if use_mps else nullcontext()) as session:
         env = session.env if session else None
         if mix:
             points, seen = mixed(mix, options, window, limits, device, mode, env)

@@ -91,11 +91,14 @@ def fault(mode: str, env: Mapping[str, str] | None, device: int, victim_kind: st
 
 def run(*, mode_name: str, device: int = 0, use_mps: bool = False, fraction: float = 0.88,
         probe_fraction: float = 0.25, victim_kind: str = "membw",
-        victim_options: Mapping[str, Any] | None = None, seconds: float = 6.0) -> dict[str, Any]:
-    """The ``isolation`` kind's result: one finding, with the MPS and MIG state."""
+        victim_options: Mapping[str, Any] | None = None, seconds: float = 6.0,
+        mps_replicas: int | None = None) -> dict[str, Any]:
+    """The ``isolation`` kind's result: one finding, with the MPS and MIG state
+    (``mps_replicas``: MPS with the device plugin's per-client defaults for that many)."""
+    use_mps = use_mps or mps_replicas is not None
     sharing = "mps" if use_mps else "time-slicing"
     mig = nvml.mig_mode(device)
-    with (mps.daemon() if use_mps else nullcontext()) as session:
+    with (mps.daemon(mps_replicas, device) if use_mps else nullcontext()) as session:
         env = session.env if session else None
         if mode_name == "memory":
             found = memory(sharing, env, device, fraction, probe_fraction)

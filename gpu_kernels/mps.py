@@ -3,6 +3,13 @@
 The daemon gets its own pipe and log folders under a fresh temporary folder, so it neither
 finds nor disturbs any MPS daemon the node already runs; the copies reach it through the
 same CUDA_MPS_PIPE_DIRECTORY in their environment. Compute mode is left as it is.
+
+With ``replicas`` the daemon gets the per-client defaults the NVIDIA device plugin's MPS
+control daemon sets for ``sharing.mps`` with that many replicas of a GPU (k8s-device-plugin
+v0.20.0, cmd/mps-control-daemon/mps/daemon.go): a pinned device memory limit of the GPU's
+memory / replicas (in MiB) and an active thread percentage of 100 / replicas. The plugin's
+daemon also sets the GPU's compute mode to EXCLUSIVE_PROCESS first; this one does not, so the
+limits can be measured where the compute mode must not change (the H200 machine).
 """
 
 from __future__ import annotations
@@ -18,11 +25,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gpu_kernels import nvml
+
 CONTROL = "nvidia-cuda-mps-control"
 
 
 class MpsUnavailable(RuntimeError):
     """nvidia-cuda-mps-control is missing or the daemon did not start."""
+
+
+def replica_defaults(total_bytes: int, replicas: int) -> dict[str, str]:
+    """The plugin's per-client defaults for ``replicas`` clients of one GPU, as control
+    commands' arguments: ``{"pinned_mem_limit": "<MiB>M", "active_thread_percentage": "<%>"}``."""
+    if replicas < 1:
+        raise ValueError(f"MPS replicas {replicas}: at least 1")
+    return {"pinned_mem_limit": f"{total_bytes // replicas // 1024 // 1024}M",
+            "active_thread_percentage": f"{100 // replicas}"}
 
 
 @dataclass
@@ -75,8 +93,9 @@ def require() -> None:
 
 
 @contextmanager
-def daemon() -> Iterator[MpsSession]:
-    """Start ``nvidia-cuda-mps-control -d``; on exit send ``quit`` and wait until it is gone."""
+def daemon(replicas: int | None = None, device: int = 0) -> Iterator[MpsSession]:
+    """Start ``nvidia-cuda-mps-control -d`` (with ``replicas``: the device plugin's per-client
+    defaults for ``device``); on exit send ``quit`` and wait until it is gone."""
     require()
     root = Path(tempfile.mkdtemp(prefix="gpu-kernels-mps-"))
     pipe_dir, log_dir = root / "pipe", root / "log"
@@ -92,10 +111,27 @@ def daemon() -> Iterator[MpsSession]:
     session.info.update({"started": True, "control_pid": pid,
                          "pipe_dir_files": sorted(os.listdir(pipe_dir))})
     try:
+        if replicas is not None:
+            _set_replica_defaults(session, replicas, device)
         yield session
     finally:
         _stop(session, pid, log_dir)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _set_replica_defaults(session: MpsSession, replicas: int, device: int) -> None:
+    total = nvml.total_memory(device)
+    if total is None:
+        raise MpsUnavailable("NVML cannot read the GPU's memory: no per-replica limit to set")
+    defaults = replica_defaults(total, replicas)
+    _control(session.env, f"set_default_device_pinned_mem_limit {device} "
+                          f"{defaults['pinned_mem_limit']}")
+    _control(session.env, f"set_default_active_thread_percentage "
+                          f"{defaults['active_thread_percentage']}")
+    session.info["replica_defaults"] = {
+        "replicas": replicas, "device": device, "total_bytes": total, **defaults,
+        "read_back": _control(session.env, "get_default_active_thread_percentage"),
+        "as": "k8s-device-plugin v0.20.0 cmd/mps-control-daemon/mps/daemon.go"}
 
 
 def _stop(session: MpsSession, pid: int | None, log_dir: Path) -> None:

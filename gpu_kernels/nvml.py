@@ -308,6 +308,17 @@ def health(pci_bus_id: str | None = None, uuid: str | None = None,
         return {"nvml": False, "error": str(exc)}
 
 
+def total_memory(index: int = 0) -> int | None:
+    """A GPU's memory in bytes as NVML reports it (what the device plugin divides by its MPS
+    replicas), or None without NVML."""
+    try:
+        with session() as pynvml:
+            info = query(pynvml.nvmlDeviceGetMemoryInfo, pynvml.nvmlDeviceGetHandleByIndex(index))
+    except NvmlUnavailable:
+        return None
+    return None if info is None else int(info.total)
+
+
 def mig_mode(index: int = 0) -> dict[str, Any] | None:
     """{"current", "pending"} MIG mode of a GPU, or None without NVML / MIG support."""
     try:

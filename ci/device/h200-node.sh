@@ -22,6 +22,9 @@
 #           then the suites of OPERATOR_SUITES (default "stack scheduling"; DISRUPTIVE=1 adds
 #           --disruptive, OPERATOR_REQUIREMENTS="ID ..." keeps those; NO_WORKLOAD_IMAGE=1
 #           skips the CuPy image, ~90 s) with the operator running the node
+#   mps-limits one call, nothing staged: the device plugin's per-replica MPS defaults on a
+#           private MPS daemon (compute mode untouched): memory and fault isolation, fp32 and
+#           membw with R clients (MPS_REPLICAS, default 2)
 #
 # Each call writes at most 8 files into $OUT as it goes (a later failing step keeps what the
 # earlier ones wrote). The node is left up between calls (its processes have sessions of their
@@ -31,7 +34,7 @@
 # A dry run without a GPU (the mock NVML laid out as the H200's driver and dev roots, CuPy's CPU
 # stand-in): ci/device/dry-run-node.sh
 set -uo pipefail
-MODE=${1:?usage: h200-node.sh stage|run|sliced}
+MODE=${1:?usage: h200-node.sh stage|run|sliced|stage2|operator|mps-limits}
 OUT=${OUT:-/tmp/gpuconf-node-out}
 DATE=${DATE:-2026-12-03}
 NAME=${NODE_NAME:-h200}
@@ -341,5 +344,23 @@ operator)
   run_suites "${suites[@]}"
   say "operator done in $((SECONDS - START)) s"
   ;;
-*) echo "usage: h200-node.sh stage|run|sliced|stage2|operator" >&2; exit 2 ;;
+mps-limits)
+  # One call, nothing staged: the per-client defaults the device plugin's MPS daemon sets for
+  # sharing.mps with MPS_REPLICAS (default 2) replicas (pinned memory memory/R, threads 100/R %),
+  # on a private MPS daemon with the compute mode untouched: does one client's memory limit
+  # hold, does a fault still reach the other client, what do R clients get of solo
+  # (MPS_STEPS: a subset of "memory fault fp32 membw", in that order)
+  r=${MPS_REPLICAS:-2}
+  fingerprint
+  for step in ${MPS_STEPS:-memory fault fp32 membw}; do
+    case $step in
+      memory|fault) "$PY" -m gpu_kernels isolation --mode "$step" --mps-replicas "$r" --json \
+                      > "$OUT/mps-r$r-isolation-$step.json" ;;
+      *) "$PY" -m gpu_kernels interference --kernel "$step" --copies "1,$r" \
+           --mps-replicas "$r" --json > "$OUT/mps-r$r-interference-$step.json" ;;
+    esac
+    say "MPS replicas $r, $step: exit $?"
+  done
+  ;;
+*) echo "usage: h200-node.sh stage|run|sliced|stage2|operator|mps-limits" >&2; exit 2 ;;
 esac

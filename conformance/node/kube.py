@@ -101,9 +101,11 @@ def put_configmap(c: client.ApiClient, cm: client.V1ConfigMap) -> None:
 def wait(what: str, check: Callable[[], str | None], *, timeout: float, progress: Progress,
          interval: float = 0.5, alive: Callable[[], None] | None = None) -> float:
     """Poll ``check`` (None when done, else what is still missing) until done; a progress line
-    every 5 s; ``alive`` raises when a process the wait depends on died. Returns the seconds."""
+    after 5 s, then every 5 s while what is missing changes and every 30 s while it does not
+    (a five-minute wait on one state is ten lines, not sixty); ``alive`` raises when a process
+    the wait depends on died. Returns the seconds."""
     t0 = time.monotonic()
-    next_note = t0 + 5.0
+    said_at, said = t0, None
     last = "nothing checked yet"
     while True:
         if alive is not None:
@@ -118,9 +120,9 @@ def wait(what: str, check: Callable[[], str | None], *, timeout: float, progress
         now = time.monotonic()
         if now - t0 > timeout:
             raise NotConverged(f"{what}: not done within {timeout:.0f}s ({last})")
-        if now >= next_note:
+        if now >= said_at + (5.0 if last != said else 30.0):
             progress(f"waiting for {what} ({now - t0:.0f}s): {last}")
-            next_note = now + 5.0
+            said_at, said = now, last
         time.sleep(interval)
 
 

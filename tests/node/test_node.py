@@ -214,12 +214,14 @@ def test_mps_runs_the_plugins_daemon_until_it_would_change_the_compute_mode(node
         lifecycle.reconfigure(NODE_NAME, chart_values={}, progress=lambda _m: None)
 
 
-def test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_shows_a_gpu(node, api):
+def test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_shows_a_gpu(node, api,
+                                                                                   tmp_path):
     """The operator and validator built from the gpu-operator source, installed by its chart,
     run against the real API server and kubelet and reconcile: the ClusterPolicy gets a
     status. The mock NVML has no NVIDIA device on the PCI bus, so NFD labels none and the
     operator finds no GPU node; ``node operator`` stops there, saying so (runs second to last:
-    the node's chart is reduced to NFD)."""
+    the node's chart is reduced to NFD). Its time-slicing config goes the way NVIDIA documents
+    for the operator: a ConfigMap the ClusterPolicy's devicePlugin.config names."""
     from conformance.node import operator
     from conformance.nvidia import clusterpolicy
 
@@ -231,8 +233,16 @@ def test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_shows_a_
     if not chart.is_dir():
         pytest.skip(f"no gpu-operator chart at {chart} (../shared/upstream in CI)")
     lines: list[str] = []
+    sharing = tmp_path / "time-slicing.yaml"
+    sharing.write_text("version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+                       "    - name: nvidia.com/gpu\n      replicas: 4\n")
     with pytest.raises(NotConverged, match="no NVIDIA PCI device seen"):
-        operator.install(NODE_NAME, chart=chart, progress=lines.append, timeout=20)
+        operator.install(NODE_NAME, chart=chart, progress=lines.append, timeout=20,
+                         sharing_config=sharing)
+    # NVIDIA's time-slicing flow: the ConfigMap, named by the ClusterPolicy's devicePlugin.config
+    cm = client.CoreV1Api(api).read_namespaced_config_map(operator.SHARING_CONFIGMAP,
+                                                           operator.NAMESPACE)
+    assert cm.data == {"any": sharing.read_text()}
     deadline = time.monotonic() + 90  # the operator's first pass (~10 s here, idle)
     while True:
         policies = client.CustomObjectsApi(api).list_cluster_custom_object(*clusterpolicy.API)
@@ -241,6 +251,8 @@ def test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_shows_a_
             break
         time.sleep(1)
     assert states == ["ready"], lines
+    assert policies["items"][0]["spec"]["devicePlugin"]["config"] == {
+        "name": operator.SHARING_CONFIGMAP, "default": "any"}
     conditions = policies["items"][0]["status"]["conditions"]
     assert any(c.get("reason") == "NoGPUNodes" for c in conditions), conditions
     assert hostsnap.take().root_shared, "the validator's / volume needs / shared"
