@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,11 +153,9 @@ def run(*, kernel: str | None, counts: Sequence[int], mix: Sequence[str] | None,
         mps_replicas: int | None = None) -> dict[str, Any]:
     """The ``interference`` kind's result: every point, the verdict, MPS/MIG state
     (``mps_replicas``: MPS with the device plugin's per-client defaults for that many)."""
-    use_mps = use_mps or mps_replicas is not None
-    mode = "mps" if use_mps else "time-slicing"
     mig = nvml.mig_mode(device)
-    with (mps.daemon(mps_replicas, device) if use_mps else nullcontext()) as session:
-        env = session.env if session else None
+    with mps.optional_daemon(use_mps, mps_replicas, device) as session:
+        mode, env = mps.sharing_mode(session), session.env if session else None
         if mix:
             points, seen = mixed(mix, options, window, limits, device, mode, env)
         else:

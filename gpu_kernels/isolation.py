@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from contextlib import nullcontext
 from typing import Any
 
 from gpu_kernels import analysis, mps, nvml, timing
@@ -95,11 +94,9 @@ def run(*, mode_name: str, device: int = 0, use_mps: bool = False, fraction: flo
         mps_replicas: int | None = None) -> dict[str, Any]:
     """The ``isolation`` kind's result: one finding, with the MPS and MIG state
     (``mps_replicas``: MPS with the device plugin's per-client defaults for that many)."""
-    use_mps = use_mps or mps_replicas is not None
-    sharing = "mps" if use_mps else "time-slicing"
     mig = nvml.mig_mode(device)
-    with (mps.daemon(mps_replicas, device) if use_mps else nullcontext()) as session:
-        env = session.env if session else None
+    with mps.optional_daemon(use_mps, mps_replicas, device) as session:
+        sharing, env = mps.sharing_mode(session), session.env if session else None
         if mode_name == "memory":
             found = memory(sharing, env, device, fraction, probe_fraction)
         else:

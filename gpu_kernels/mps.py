@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,6 +117,17 @@ def daemon(replicas: int | None = None, device: int = 0) -> Iterator[MpsSession]
     finally:
         _stop(session, pid, log_dir)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def optional_daemon(use_mps: bool, replicas: int | None = None,
+                    device: int = 0) -> AbstractContextManager[MpsSession | None]:
+    """:func:`daemon` when asked for (``replicas`` implies it), else no session (None)."""
+    return daemon(replicas, device) if use_mps or replicas is not None else nullcontext()
+
+
+def sharing_mode(session: MpsSession | None) -> str:
+    """How the copies share the GPU: "mps" under a daemon, else "time-slicing"."""
+    return "mps" if session is not None else "time-slicing"
 
 
 def _set_replica_defaults(session: MpsSession, replicas: int, device: int) -> None:

@@ -51,10 +51,10 @@ def _raise_interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _raise_first_interrupt(signum: int, _frame: object) -> None:
+def _raise_first_interrupt(signum: int, frame: object) -> None:
     for sig in SIGNALS:
         signal.signal(sig, _ignore_while_cleaning_up)
-    raise KeyboardInterrupt(f"signal {signum}")
+    _raise_interrupt(signum, frame)
 
 
 def _ignore_while_cleaning_up(_signum: int, _frame: object) -> None:
