@@ -26,7 +26,7 @@ from conformance.cluster import policy_edit, views
 from conformance.cluster.waits import wait_for
 from conformance.nvidia import labels as L
 from conformance.nvidia import operands
-from conformance.plugin.api import not_applicable
+from conformance.plugin.api import not_applicable_if_switched_off
 
 pytestmark = pytest.mark.disruptive
 
@@ -108,9 +108,7 @@ def test_sharing_config_switch_reaches_the_plugin(cluster, change_policy, gpu_en
 
 @pytest.mark.requirement("OPS-REC-001")
 def test_dcgm_exporter_switches_off_and_on(cluster, change_policy, cluster_policy, gpu_env):
-    if not cluster_policy.enables(DCGM_EXPORTER):
-        not_applicable(f"the DCGM exporter is switched off in the ClusterPolicy "
-                       f"({DCGM_EXPORTER.spec_path}=false): no exporter to switch off and on")
+    not_applicable_if_switched_off(cluster_policy, DCGM_EXPORTER, "switch off and on")
     ns, timeout = gpu_env.options.operator_namespace, gpu_env.options.reconcile_timeout
     switched = change_policy(("dcgmExporter", "enabled"), False)
     wait_for(f"DCGM exporter pods in {ns} to disappear (dcgmExporter.enabled=false)",

@@ -25,7 +25,7 @@ from conformance.checks import accelerator_metrics as am
 from conformance.cluster import evidence as ev
 from conformance.nvidia import labels as L
 from conformance.nvidia import operands
-from conformance.plugin.api import not_applicable
+from conformance.plugin.api import not_applicable, not_applicable_if_switched_off
 
 SERVICE = "nvidia-dcgm-exporter"
 PORT = "gpu-metrics"
@@ -50,10 +50,8 @@ def scrape(cluster, ns: str, gpu_stack) -> str:
     """The exporter's /metrics through the API server's service proxy (a failure fails;
     not-applicable where no operator deploys an exporter and there is no such Service, or the
     ClusterPolicy switches it off, as STACK-OPD-* treat a switched-off operand)."""
-    policy = gpu_stack.policy
-    if gpu_stack.operator_installed and policy is not None and not policy.enables(EXPORTER):
-        not_applicable(f"the DCGM exporter is switched off in the ClusterPolicy "
-                       f"({EXPORTER.spec_path}=false): no metrics endpoint to read")
+    if gpu_stack.operator_installed:
+        not_applicable_if_switched_off(gpu_stack.policy, EXPORTER, "read metrics from")
     try:
         return cluster.core.connect_get_namespaced_service_proxy_with_path(
             f"{SERVICE}:{PORT}", ns, "metrics")

@@ -22,7 +22,7 @@ from conformance.checks import rollout
 from conformance.cluster import evidence as ev
 from conformance.nvidia import labels as L
 from conformance.nvidia import operands
-from conformance.plugin.api import not_applicable
+from conformance.plugin.api import not_applicable, not_applicable_if_switched_off
 
 # requirement -> the operand it checks
 CHECKED = {
@@ -61,9 +61,7 @@ def test_operand_rolled_out_on_every_gpu_node(op, cluster, gpu_stack, require_gp
         not_applicable(f"the operator runs a GPUCluster (the DRA stack), not a ClusterPolicy: "
                        f"it deploys no {op.name}; DRA-OP-001 checks its operands")
     if gpu_stack.operator_installed:
-        if policy is not None and not policy.enables(op):
-            not_applicable(f"switched off in the ClusterPolicy ({op.spec_path}=false"
-                           + (", or MIG is off" if op.mig_only else "") + ")")
+        not_applicable_if_switched_off(policy, op, "roll out")
     elif op.key not in WITHOUT_OPERATOR:
         not_applicable(f"no GPU Operator: nothing deploys {op.name} (stack: {gpu_stack.shape})")
     elif gpu_stack.shape == "none":
