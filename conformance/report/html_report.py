@@ -15,7 +15,7 @@ from string import Template
 from typing import Any
 
 from conformance.report import cncf, figures, fmt, measure, tables
-from conformance.report.model import AREA_LABELS, VERDICT_LABELS, VERDICTS, gpu_summary
+from conformance.report.model import AREA_LABELS, VERDICT_LABELS, VERDICTS, gpu_summary, run_facts
 
 EVIDENCE_LIMIT = 64 * 1024  # characters of one evidence item shown inline
 TITLE = "GPU Cluster Conformance Report"
@@ -125,21 +125,7 @@ def verdict_block(summary: Mapping[str, Any]) -> str:
 
 
 def facts(doc: Mapping[str, Any]) -> str:
-    fp, run = doc["fingerprint"], doc["run"]
-    pairs = [
-        ("Target", fmt.text(run.get("target"))),
-        ("Profile", fmt.text(run.get("profile"))),
-        ("Combination", fmt.text(run.get("combination"))),
-        ("Injected faults", fmt.listing(run.get("faults"), "none")),
-        ("Kubernetes", fmt.text(fp.get("kubernetes_version"))),
-        ("GPU Operator", fmt.text(fp.get("operator_version"))),
-        ("Driver", fmt.listing(fp.get("driver_versions"))),
-        ("GPUs", gpu_summary(fp)),
-        ("Run ID", fmt.text(run.get("id"))),
-        ("Started", fmt.text(run.get("started"))),
-        ("Duration", fmt.duration(run.get("duration_s"))),
-        ("Exit status", fmt.text(run.get("exit_status"))),
-    ]
+    pairs = run_facts(doc)
     cells = "".join(f"<div><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>" for k, v in pairs)
     return f'<dl class="facts">{cells}</dl>'
 

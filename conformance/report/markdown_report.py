@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from conformance.report import fmt, measure, tables
-from conformance.report.model import AREA_LABELS, VERDICT_LABELS, VERDICTS, gpu_summary
+from conformance.report.model import AREA_LABELS, VERDICT_LABELS, VERDICTS, gpu_summary, run_facts
 
 TITLE = "GPU Cluster Conformance Report"
 EVIDENCE_LIMIT = 16 * 1024
@@ -53,26 +53,14 @@ def verdict_label(verdict: str) -> str:
 
 
 def summary_lines(doc: Mapping[str, Any], h: str) -> list[str]:
-    summary, run, fp = doc["summary"], doc["run"], doc["fingerprint"]
+    summary = doc["summary"]
     counts = summary["counts"]
     why = "; ".join(summary["reasons"]) or (
         f"{counts.get('pass', 0)} of {counts['total']} requirements passed, none failed")
     lines = [f"{h} Summary", "", f"**Overall verdict: {summary['verdict']}** — {cell(why)}", ""]
     lines += table([*(VERDICT_LABELS[v] for v in VERDICTS), "Total"],
                    [[*(counts.get(v, 0) for v in VERDICTS), counts["total"]]])
-    lines += table(["Fact", "Value"], [
-        ("Target", fmt.text(run.get("target"))),
-        ("Profile", fmt.text(run.get("profile"))),
-        ("Combination", fmt.text(run.get("combination"))),
-        ("Injected faults", fmt.listing(run.get("faults"), "none")),
-        ("Kubernetes", fmt.text(fp.get("kubernetes_version"))),
-        ("GPU Operator", fmt.text(fp.get("operator_version"))),
-        ("Driver", fmt.listing(fp.get("driver_versions"))),
-        ("GPUs", gpu_summary(fp)),
-        ("Run ID", fmt.text(run.get("id"))),
-        ("Started", fmt.text(run.get("started"))),
-        ("Duration", fmt.duration(run.get("duration_s"))),
-    ])
+    lines += table(["Fact", "Value"], run_facts(doc))
     failing = summary["failing"]
     if failing:
         lines += [f"{h}# Failing requirements ({len(failing)})", ""]

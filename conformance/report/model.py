@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from conformance.common.vocab import VERDICTS
-from conformance.report import cncf
+from conformance.report import cncf, fmt
 
 REPORT_FORMAT = "gpuconf-report"
 REPORT_VERSION = 1
@@ -133,6 +133,26 @@ def gpu_summary(fp: Mapping[str, Any]) -> str:
         return "no GPU nodes found"
     parts = ", ".join(f"{n} x {product}" for product, n in totals.items())
     return f"{parts} on {len(nodes)} node{'s' if len(nodes) != 1 else ''}"
+
+
+def run_facts(doc: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The facts a reader checks first (target, versions, GPUs, when), as (label, text) pairs:
+    the HTML and Markdown reports show the same list."""
+    fp, run = doc["fingerprint"], doc["run"]
+    return [
+        ("Target", fmt.text(run.get("target"))),
+        ("Profile", fmt.text(run.get("profile"))),
+        ("Combination", fmt.text(run.get("combination"))),
+        ("Injected faults", fmt.listing(run.get("faults"), "none")),
+        ("Kubernetes", fmt.text(fp.get("kubernetes_version"))),
+        ("GPU Operator", fmt.text(fp.get("operator_version"))),
+        ("Driver", fmt.listing(fp.get("driver_versions"))),
+        ("GPUs", gpu_summary(fp)),
+        ("Run ID", fmt.text(run.get("id"))),
+        ("Started", fmt.text(run.get("started"))),
+        ("Duration", fmt.duration(run.get("duration_s"))),
+        ("Exit status", fmt.text(run.get("exit_status"))),
+    ]
 
 
 def duration_s(run: Mapping[str, Any]) -> float | None:
