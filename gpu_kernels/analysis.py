@@ -120,8 +120,14 @@ def point(*, experiment: str, kernel: str, mode: str, per_copy: list[dict[str, A
 def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, Any] | None,
                    big: Mapping[str, Any] | None, small: Mapping[str, Any] | None,
                    after_release: Mapping[str, Any] | None,
-                   probe_error: str | None = None) -> dict[str, Any]:
-    """What one copy holding most memory did to another copy's allocations."""
+                   probe_error: str | None = None,
+                   gpu_total_bytes: int | None = None) -> dict[str, Any]:
+    """What one copy holding most memory did to another copy's allocations.
+
+    ``gpu_total_bytes`` is the GPU's memory as NVML reports it: where a copy's CUDA sees a
+    smaller total, the finding says so first (an MPS client with a pinned memory limit may see
+    its limit as the total; the H200's MPS run records whether it does).
+    """
     details: dict[str, Any] = {
         "sharing": mode,
         "holder_requested_gib": _gib(hog.get("requested_bytes")),
@@ -135,8 +141,9 @@ def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, 
         "other_1gib_allocation": _outcome(small),
         "other_allocation_after_holder_exit": _outcome(after_release),
         "other_start_error": probe_error,
+        "gpu_total_gib": _gib(gpu_total_bytes),
     }
-    who = f"Under {mode}"
+    who = f"Under {mode}" + _limited_view(hog.get("total_bytes"), gpu_total_bytes)
     if not hog.get("succeeded"):
         finding = (f"{who}, one copy could not take {_pct(hog.get('fraction'))} of free memory "
                    f"(got {details['holder_held_gib']} GiB: {hog.get('error')}): a per-copy "
@@ -162,6 +169,14 @@ def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, 
         isolated = True
     return {"experiment": "isolation", "mode": "memory", "requirement": "SHARE-ISO-001",
             "sharing": mode, "finding": finding, "isolated": isolated, "details": details}
+
+
+def _limited_view(seen_bytes: int | None, gpu_total_bytes: int | None) -> str:
+    """", where each copy sees N GiB of the GPU's M GiB" when a copy sees less than the GPU."""
+    if not seen_bytes or not gpu_total_bytes or seen_bytes >= 0.98 * gpu_total_bytes:
+        return ""
+    return (f", where each copy sees {_gib(seen_bytes)} GiB of the GPU's "
+            f"{_gib(gpu_total_bytes)} GiB (a per-client memory limit)")
 
 
 def fault_phases(t0: float, t_fault: float, t_faulter_exit: float, t_end: float,

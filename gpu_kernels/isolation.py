@@ -19,6 +19,7 @@ from gpu_kernels.result import EXIT_OK, header
 
 def memory(mode: str, env: Mapping[str, str] | None, device: int, fraction: float,
            probe_fraction: float) -> dict[str, Any]:
+    gpu_total = nvml.total_memory(device)
     holder = Worker({"role": "memhog", "fraction": fraction, "device": device}, env)
     workers = [holder]
     try:
@@ -32,7 +33,8 @@ def memory(mode: str, env: Mapping[str, str] | None, device: int, fraction: floa
         except WorkerError as exc:
             holder.send("release")
             return analysis.memory_finding(mode, held, None, None, None, None,
-                                           probe_error=f"{exc} {exc.stderr_tail}".strip())
+                                           probe_error=f"{exc} {exc.stderr_tail}".strip(),
+                                           gpu_total_bytes=gpu_total)
         want = int(ready["total_bytes"] * probe_fraction)
         probe.send("attempt", bytes=want)
         big = probe.expect("attempt", 120)
@@ -44,7 +46,8 @@ def memory(mode: str, env: Mapping[str, str] | None, device: int, fraction: floa
         probe.send("attempt", bytes=want)
         after = probe.expect("attempt", 120)
         probe.send("exit")
-        return analysis.memory_finding(mode, held, ready, big, small, after)
+        return analysis.memory_finding(mode, held, ready, big, small, after,
+                                       gpu_total_bytes=gpu_total)
     finally:
         close_all(workers)
 

@@ -150,6 +150,20 @@ def test_memory_finding_when_the_holder_is_limited() -> None:
     assert found["isolated"] is True and "limit" in found["finding"]
 
 
+def test_memory_finding_names_a_client_view_smaller_than_the_gpu() -> None:
+    # a client whose CUDA reports half the GPU as its total (e.g. a 2-replica pinned limit)
+    half = {**HOG, "total_bytes": 70 * 2**30, "held_bytes": 61 * 2**30}
+    found = analysis.memory_finding("mps", half, {"free_bytes": 1}, {"succeeded": True},
+                                    {"succeeded": True}, {"succeeded": True},
+                                    gpu_total_bytes=140 * 2**30)
+    assert found["isolated"] is True and found["details"]["gpu_total_gib"] == 140.0
+    assert "each copy sees 70.0 GiB of the GPU's 140.0 GiB" in found["finding"]
+    whole = analysis.memory_finding("time-slicing", HOG, {"free_bytes": 1}, {"succeeded": True},
+                                    {"succeeded": True}, {"succeeded": True},
+                                    gpu_total_bytes=140 * 2**30)
+    assert "sees" not in whole["finding"]
+
+
 def test_fault_finding_survivor_and_victim() -> None:
     faulter = {"error": "cudaErrorIllegalAddress: an illegal memory access was encountered",
                "illegal_address": True}
