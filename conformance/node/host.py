@@ -20,9 +20,11 @@ import shutil
 import socket
 import stat
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from conformance.common.console import Progress
 
 CAP_SYS_RESOURCE = 24
 # Sysctls the kubelet (setupKernelTunables) and the bridge plugin (isGateway) may change.
@@ -37,8 +39,6 @@ V2_REQUIRED = ("cpu", "memory", "pids")
 KUBELET_PORTS = {"kubelet": 10250, "kubelet healthz": 10248}
 MNT_DETACH = 2
 MS_BIND, MS_PRIVATE, MS_SHARED = 4096, 1 << 18, 1 << 20  # <sys/mount.h>
-
-Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from conformance.common.console import Progress
 from conformance.common.errors import NotConverged
 from conformance.node.configs import RUNTIME_CLASS
 from conformance.nvidia.labels import gpu_resources
@@ -35,7 +36,6 @@ BINDINGS = {
         "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", "system:nodes"),
 }
 
-Progress = Callable[[str], None]
 
 
 def api(kubeconfig: Path) -> client.ApiClient:

@@ -28,10 +28,11 @@ from pathlib import Path
 
 from conformance.build import binaries
 from conformance.common import interrupts
+from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
 from conformance.common.processes import log_tail
 from conformance.node import chart as chartmod
-from conformance.node import configs, gpu, host, images, kube, procs
+from conformance.node import configs, containerd, gpu, host, images, kube, procs
 from conformance.node.state import (
     HOST_PATHS,
     KUBELET_ROOT,
@@ -54,18 +55,13 @@ GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # the chart's affinity accepts it 
 GPU_SOURCE_ANNOTATION = "node.gpuconf.io/gpu-source"  # "mock-nvml 8xH100" or "driver"
 MOCK_NVML = gpu.MOCK_NVML
 GPU_INJECTIONS = ("cdi", chartmod.RUNTIME_INJECTION)
-# Waits. Measured here (2 cores): containerd answers in < 1 s, the node is Ready ~10 s after
+# Waits. Measured here (2 cores): the node is Ready ~10 s after
 # the kubelet starts, the chart's DaemonSets roll out in ~20 s. The limits leave room on a
 # loaded CI machine without hiding a hang.
-CONTAINERD_READY_TIMEOUT_S = 30.0
 NODE_READY_TIMEOUT_S = 120.0
 ROLLOUT_TIMEOUT_S = 240.0
 GPUS_TIMEOUT_S = 120.0
-CTR_TIMEOUT_S = 120.0  # one image import (hundreds of MB on a cold page cache)
-CTR_IMPORT_MIN_BYTES_PER_S = 10 << 20  # a larger archive (a CuPy image: ~1 GB) gets longer
-TEARDOWN_CALL_TIMEOUT_S = 15.0
 
-Progress = Callable[[str], None]
 
 
 # ---- public API -----------------------------------------------------------------------------
@@ -355,9 +351,9 @@ def _node_side(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
     state.gpu["injection"] = injection
     state.save()
     mark("gpu_cdi")
-    _start_containerd(state, f, nb, progress)
+    containerd.start(state, f, nb, progress)
     mark("containerd_ready")
-    _import_images(state, nb, progress)
+    containerd.import_node_images(state, nb, progress)
     mark("images_imported")
 
 
@@ -429,89 +425,6 @@ def _gpu_setup(state: NodeState, nb: binaries.NodeBinaries, profile: gpu.Profile
              f"{' ...' if len(devices) > 4 else ''}")
 
 
-def _start_containerd(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
-                      progress: Progress) -> None:
-    p = configs.Paths(state.path, Path(state.run_dir))
-    snapshotter = state.host["snapshotter"]
-    p.cni_conf_dir.mkdir(parents=True)
-    (p.cni_conf_dir / "10-gpuconf.conflist").write_text(configs.cni_conflist(p))
-    p.nvidia_runtime_config.write_text(
-        configs.nvidia_runtime_toml(p, runc=nb.runc, nvidia_ctk=nb.nvidia_ctk))
-    p.containerd_config.write_text(configs.containerd_toml(
-        p, runc=nb.runc, nvidia_runtime=nb.nvidia_container_runtime, cni_bin=nb.cni_dir,
-        snapshotter=snapshotter, restrict_oom_score_adj=not f.cap_sys_resource,
-        default_runtime=configs.RUNTIME_CLASS
-        if state.gpu.get("injection") == chartmod.RUNTIME_INJECTION else "runc"))
-    p.resolv_conf.write_text("")  # pods resolve nothing: there is no cluster DNS
-    env = {"PATH": f"{nb.containerd.parent}:{nb.runc.parent}:{os.environ.get('PATH', '')}",
-           "NVIDIA_CTK_CONFIG_FILE_PATH": str(p.nvidia_runtime_config)}
-    progress("starting containerd")
-    t0 = time.monotonic()
-    proc = procs.start(state, "containerd",
-                       [str(nb.containerd), f"--config={p.containerd_config}",
-                        "--log-level=info"], env=env)
-    procs.wait_until("containerd", proc, state.logs / "containerd.log",
-                     lambda: _ctr(state, nb, "version", timeout=5, check=False) == 0,
-                     timeout=CONTAINERD_READY_TIMEOUT_S, progress=progress, what="answering")
-    progress(f"containerd ready in {time.monotonic() - t0:.1f}s")
-
-
-def _ctr(state: NodeState, nb: binaries.NodeBinaries, *args: str, timeout: float,
-         check: bool = True, namespace: str = "k8s.io") -> int:
-    log = state.logs / "ctr.log"
-    argv = [str(nb.ctr), f"--address={state.containerd_socket}", f"--namespace={namespace}", *args]
-    with log.open("ab") as fh:
-        fh.write(f"$ {' '.join(argv)}\n".encode())
-        try:
-            proc = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT, timeout=timeout,
-                                  check=False)
-        except subprocess.TimeoutExpired as exc:
-            if check:
-                raise ComponentFailed("ctr", f"`ctr {args[0]}` timed out", log_tail(log)) from exc
-            return 124
-    if check and proc.returncode != 0:
-        raise ComponentFailed("ctr", f"`ctr {' '.join(args[:2])}` failed", log_tail(log))
-    return proc.returncode
-
-
-def _ctr_lines(state: NodeState, nb: binaries.NodeBinaries, *args: str,
-               namespace: str = "k8s.io") -> list[str]:
-    try:
-        proc = subprocess.run([str(nb.ctr), f"--address={state.containerd_socket}",
-                               f"--namespace={namespace}", *args], capture_output=True,
-                              text=True, timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
-    except subprocess.TimeoutExpired:
-        return []
-    return proc.stdout.split() if proc.returncode == 0 else []
-
-
-def _import_images(state: NodeState, nb: binaries.NodeBinaries, progress: Progress) -> None:
-    imgs, roles = images.node_images(nb)
-    t0 = time.monotonic()
-    archive, cached = images.cached_archive(imgs)
-    if not cached:
-        progress(f"wrote the node's images to {archive} in {time.monotonic() - t0:.1f}s "
-                 "(cached for the next bring-up)")
-    progress(f"importing {len(imgs)} images ({archive.stat().st_size >> 20} MiB, pinned)")
-    t0 = time.monotonic()
-    _import(state, nb, archive, list(roles.values()))
-    state.images = roles
-    state.save()
-    progress(f"images imported in {time.monotonic() - t0:.1f}s: {', '.join(roles.values())}")
-
-
-def _import(state: NodeState, nb: binaries.NodeBinaries, archive: Path, refs: list[str]) -> None:
-    """``ctr images import`` pinned (never pulled, never collected); ``refs`` must be there."""
-    timeout = max(CTR_TIMEOUT_S, archive.stat().st_size / CTR_IMPORT_MIN_BYTES_PER_S)
-    _ctr(state, nb, "images", "import", f"--label={images.PINNED_LABEL}",
-         f"--snapshotter={state.host['snapshotter']}", str(archive), timeout=timeout)
-    listed = set(_ctr_lines(state, nb, "images", "ls", "-q"))
-    missing = [r for r in refs if r not in listed]
-    if missing:
-        raise ComponentFailed("ctr", f"images not imported: {', '.join(missing)}",
-                              log_tail(state.logs / "ctr.log"))
-
-
 def require_up(name: str) -> NodeState:
     """The node's state, or a one-line error when it is not up."""
     state = NodeState.load(name)
@@ -532,7 +445,7 @@ def import_archive(name: str, archive: Path, *, progress: Progress = print) -> l
     t0 = time.monotonic()
     progress(f"importing {', '.join(refs)} ({archive.stat().st_size >> 20} MiB) into node "
              f"{name!r}")
-    _import(state, binaries.locate_node(), archive, refs)
+    containerd.import_pinned(state, binaries.locate_node(), archive, refs)
     state.images.update({f"imported:{r}": r for r in refs})
     state.save()
     progress(f"imported in {time.monotonic() - t0:.1f}s")
@@ -667,15 +580,7 @@ def _teardown(state: NodeState, progress: Progress, keep_logs: bool) -> None:
     # 2. every container, then containerd, then what outlived it (shims, container processes)
     if "containerd" in state.pids:
         if procs.pid_alive(state.pids["containerd"]):
-            tasks = _ctr_lines(state, nb, "tasks", "ls", "-q")
-            if tasks:
-                progress(f"killing {len(tasks)} container(s)")
-            for task in tasks:
-                _ctr(state, nb, "tasks", "kill", "--signal=SIGKILL", task,
-                     timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
-            for task in tasks:
-                _ctr(state, nb, "tasks", "delete", "--force", task,
-                     timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
+            containerd.kill_all_tasks(state, nb, progress)
         progress(f"stopping containerd (pid {state.pids['containerd']})")
         procs.stop(state.pids["containerd"], state.binaries.get("containerd", ""))
         state.pids.pop("containerd")

@@ -17,7 +17,6 @@ its NFD, whose PCI labels tell the operator which nodes have NVIDIA GPUs.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ import yaml
 from kubernetes import client
 
 from conformance.build import binaries
+from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.node import chart as chartmod
 from conformance.node import host, images, kube, lifecycle
@@ -34,8 +34,6 @@ from conformance.nvidia import clusterpolicy
 from conformance.nvidia.labels import GPU_PRESENT, NFD_PCI_NVIDIA
 from conformance.nvidia.sharing import validate_sharing_config
 from conformance.sim.controlplane import ControlPlane
-
-Progress = Callable[[str], None]
 
 RELEASE = NAMESPACE = "gpu-operator"  # as NVIDIA's install guide names both
 CHART_NAME = "gpu-operator"

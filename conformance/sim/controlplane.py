@@ -18,12 +18,13 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from conformance.build import binaries
 from conformance.common import processes
+from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, UsageError
 from conformance.common.processes import log_tail
 from conformance.sim.pki import ClusterPKI
@@ -47,7 +48,6 @@ KUBERNETES_SERVICE_IP = "10.96.0.1"
 # (and their pods) alone and manages every other node, as with --manage-all-nodes.
 REAL_NODE_LABEL = "node.gpuconf.io/real"
 
-Progress = Callable[[str], None]
 
 
 def clusters_dir() -> Path:
