@@ -12,7 +12,7 @@ from conformance.cluster.namespaces import wait_for_default_service_account
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.common.processes import pid_alive
-from conformance.sim import plugin_chart, standin
+from conformance.sim import operator_plan, plugin_chart, standin
 from conformance.sim.controlplane import ClusterState, ControlPlane, clusters_dir
 from conformance.sim.faults import validate as validate_faults
 
@@ -25,8 +25,8 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
        operator: str = "standin", progress: Progress) -> ClusterState:
     """Start everything; on any failure stop what was started and re-raise."""
     faults = validate_faults(faults or [])
-    sim_state = standin.SimState(profile=profile, faults=faults, nodes=nodes,
-                                 gpus_per_node=gpus_per_node, operator=operator)
+    sim_state = operator_plan.SimState(profile=profile, faults=faults, nodes=nodes,
+                                       gpus_per_node=gpus_per_node, operator=operator)
     sim_state.resolve_profile()  # bad names and sizes fail before anything starts
     plane = ControlPlane(name)
     t0 = time.monotonic()
@@ -56,7 +56,7 @@ ROLLOUT_BASE_S = 60.0
 ROLLOUT_PER_NODE_S = 1.0
 
 
-def wait_rolled_out(cluster, sim_state: standin.SimState, progress: Progress) -> None:
+def wait_rolled_out(cluster, sim_state: operator_plan.SimState, progress: Progress) -> None:
     """Until the operator Deployment is available and every operand DaemonSet is rolled out
     as far as the faults allow (a crash-looping or untolerated operand never is); without the
     operator, the device plugin chart's DaemonSets."""
@@ -132,20 +132,21 @@ def ensure_running(name: str, profile: str, faults: list[str],
 
 
 def set_state(name: str, *, profile: str | None = None, faults: list[str] | None = None,
-              progress: Progress) -> standin.SimState:
+              progress: Progress) -> operator_plan.SimState:
     """Change the profile/faults of a running sim in place (no restart)."""
     state = running(name)
     if state is None:
         raise UsageError(f"sim cluster {name!r} is not running: `gpuconf sim up` first")
     cluster = connect(str(state.kubeconfig))
-    current = standin.load_state(cluster) or standin.SimState(profile=state.profile or "healthy")
-    new = standin.SimState(profile=profile or current.profile,
-                           faults=validate_faults(faults if faults is not None
-                                                  else current.faults),
-                           operator_namespace=current.operator_namespace,
-                           operator=current.operator,
-                           nodes=None if profile else current.nodes,
-                           gpus_per_node=None if profile else current.gpus_per_node)
+    current = (standin.load_state(cluster)
+               or operator_plan.SimState(profile=state.profile or "healthy"))
+    new = operator_plan.SimState(profile=profile or current.profile,
+                                 faults=validate_faults(faults if faults is not None
+                                                        else current.faults),
+                                 operator_namespace=current.operator_namespace,
+                                 operator=current.operator,
+                                 nodes=None if profile else current.nodes,
+                                 gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)
     standin.wait_for_a_full_pass(cluster, progress)
     if new.operator == "standin":

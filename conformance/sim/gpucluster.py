@@ -37,7 +37,6 @@ from conformance.sim import dra as sim_dra
 from conformance.sim import objects
 
 OWNER_LABEL = "sim.gpuconf.io/gpucluster"
-CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"  # KWOK plays CrashLoopBackOff (kwok-stages)
 OPERAND_DOWN = "dra-gpucluster-operand-down"
 BUILTIN_CRD = Path(__file__).with_name("gpucluster-crd.yaml")
 CRD_NAME = "gpuclusters.nvidia.com"
@@ -81,7 +80,7 @@ def operand_daemonset(op: dra.GpuClusterOperand, namespace: str, owner: dict,
             "updateStrategy": {"type": "RollingUpdate"},
             "template": {
                 "metadata": {"labels": labels, "annotations": (
-                    {CRASHLOOP_ANNOTATION: "true"} if crashing else {})},
+                    {objects.CRASHLOOP_ANNOTATION: "true"} if crashing else {})},
                 "spec": {
                     "nodeSelector": {op.deploy_label: "true"},
                     "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],

@@ -19,6 +19,10 @@ from conformance.cluster.client import Cluster, already_done
 from conformance.cluster.waits import wait_for
 
 CRD_READY_TIMEOUT_S = 30.0
+STANDIN_LABEL = "sim.gpuconf.io/standin"  # on what the operator and chart stand-ins write
+# Pod annotations whose KWOK stages (kwok-stages.yaml) play a failing container:
+CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"  # CrashLoopBackOff
+STUCK_INIT_ANNOTATION = "sim.gpuconf.io/stuck-init"  # waits in its init step forever
 
 
 def apply_daemonset(cluster: Cluster, ns: str, body: dict) -> None:

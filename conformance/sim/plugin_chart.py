@@ -24,8 +24,6 @@ RELEASE = "nvdp"
 NAMESPACE = "nvidia-device-plugin"
 VERSION = "v0.20.0"
 CONFIG_KEY = "default"  # config.map {default: <doc>}, config.default default
-MANAGED_LABEL = "sim.gpuconf.io/standin"
-CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"
 _AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
     "nodeSelectorTerms": [
         {"matchExpressions": [{"key": L.NFD_PCI_NVIDIA, "operator": "In", "values": ["true"]}]},
@@ -68,18 +66,19 @@ def daemonset(component: str, *, config_map: str | None, default: str | None,
         spec["volumes"] = [{"name": chart.CONFIG_VOLUME, "configMap": {"name": config_map}}]
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": chart.daemonset_name(RELEASE, component), "namespace": NAMESPACE,
-                         "labels": {**_labels(), MANAGED_LABEL: "true",
+                         "labels": {**_labels(), objects.STANDIN_LABEL: "true",
                                     "helm.sh/chart": f"nvidia-device-plugin-{VERSION[1:]}"}},
             "spec": {"selector": {"matchLabels": _labels()},
                      "template": {"metadata": {"labels": _labels(), "annotations": (
-                         {CRASHLOOP_ANNOTATION: "true"} if crashloop else {})}, "spec": spec}}}
+                         {objects.CRASHLOOP_ANNOTATION: "true"} if crashloop else {})},
+                                  "spec": spec}}}
 
 
 def nfd_worker() -> dict:
     labels = {**_labels(_NFD), "role": "worker"}
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
             "metadata": {"name": f"{RELEASE}-{_NFD}-worker", "namespace": NAMESPACE,
-                         "labels": {**labels, MANAGED_LABEL: "true"}},
+                         "labels": {**labels, objects.STANDIN_LABEL: "true"}},
             "spec": {"selector": {"matchLabels": labels}, "template": {
                 "metadata": {"labels": labels}, "spec": {
                     "serviceAccountName": f"{RELEASE}-{_NFD}",
@@ -91,7 +90,7 @@ def nfd_worker() -> dict:
 def config_map(docs: dict[str, str]) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": chart.config_map_name(RELEASE), "namespace": NAMESPACE,
-                         "labels": {**_labels(), MANAGED_LABEL: "true"}},
+                         "labels": {**_labels(), objects.STANDIN_LABEL: "true"}},
             "data": dict(docs)}
 
 
@@ -157,7 +156,7 @@ def read_source(cluster: Cluster, namespace: str, name: str,
 
 def remove(cluster: Cluster) -> None:
     """What ``helm uninstall nvdp`` removes: the chart's DaemonSets, ConfigMap and pods."""
-    objects.delete_daemonsets(cluster, NAMESPACE, f"{MANAGED_LABEL}=true", pod_selector="")
+    objects.delete_daemonsets(cluster, NAMESPACE, f"{objects.STANDIN_LABEL}=true", pod_selector="")
     with already_done(404):
         cluster.core.delete_namespaced_config_map(chart.config_map_name(RELEASE), NAMESPACE)
 

@@ -12,7 +12,7 @@ import yaml
 
 from conformance.nvidia import dra
 from conformance.sim import dra as sim_dra
-from conformance.sim import gpucluster
+from conformance.sim import gpucluster, objects
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SRC = SHARED / "upstream" / "src" / "gpu-operator-v26.7.0-src.tar.xz"
@@ -71,7 +71,7 @@ def test_only_the_fault_makes_the_exporter_crash():
     broken = gpucluster.operand_daemonset(op, "gpu-operator", OWNER, [gpucluster.OPERAND_DOWN])
     assert healthy["spec"]["template"]["metadata"]["annotations"] == {}
     assert broken["spec"]["template"]["metadata"]["annotations"] == {
-        gpucluster.CRASHLOOP_ANNOTATION: "true"}
+        objects.CRASHLOOP_ANNOTATION: "true"}
 
 
 def test_the_chart_defaults_switch_the_controller_and_dcgm_off():
