@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged
 from conformance.node.configs import RUNTIME_CLASS
+from conformance.nvidia import labels as L
 from conformance.nvidia.labels import gpu_resources
 
 TOKEN_TTL = dt.timedelta(hours=1)  # only the first join uses it; renewals use the node's cert
@@ -226,6 +227,6 @@ def gpus_advertised(c: client.ApiClient, name: str, resource: str,
 
 def gfd_labels(c: client.ApiClient, name: str) -> str | None:
     labels = client.CoreV1Api(c).read_node(name).metadata.labels or {}
-    if "nvidia.com/gpu.product" not in labels:
-        return "no nvidia.com/gpu.product label (GFD through NFD)"
+    if L.PRODUCT not in labels:
+        return f"no {L.PRODUCT} label (GFD through NFD)"
     return None

@@ -41,6 +41,7 @@ from conformance.node.state import (
     NodeState,
     nodes_dir,
 )
+from conformance.nvidia import labels as L
 from conformance.nvidia.labels import gpu_resource_of
 from conformance.sim.controlplane import (
     KUBERNETES_SERVICE_IP,
@@ -51,7 +52,6 @@ from conformance.sim.controlplane import (
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds conformance/ (the relay imports it)
 DEFAULT_GPU_PROFILE = "8xH100"
-GPU_PRESENT_LABEL = "nvidia.com/gpu.present"  # the chart's affinity accepts it for any GPU host
 GPU_SOURCE_ANNOTATION = "node.gpuconf.io/gpu-source"  # "mock-nvml 8xH100" or "driver"
 MOCK_NVML = gpu.MOCK_NVML
 GPU_INJECTIONS = ("cdi", chartmod.RUNTIME_INJECTION)
@@ -282,7 +282,7 @@ def status(name: str = "gpuconf") -> dict:
                                for c in node.status.conditions or [])
             out["gpu_resource"], out["gpus_allocatable"] = gpu_resource_of(
                 node.status.allocatable)
-            out["gpu_product"] = (node.metadata.labels or {}).get("nvidia.com/gpu.product")
+            out["gpu_product"] = (node.metadata.labels or {}).get(L.PRODUCT)
     return out
 
 
@@ -486,7 +486,7 @@ def _join(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries,
         else -999, ca=ca))
     p.bootstrap_kubeconfig.write_text(configs.bootstrap_kubeconfig(cp.server, ca, token))
     p.bootstrap_kubeconfig.chmod(0o600)
-    labels = f"{REAL_NODE_LABEL}=true,{GPU_PRESENT_LABEL}=true"
+    labels = f"{REAL_NODE_LABEL}=true,{L.GPU_PRESENT}=true"
     progress(f"starting the kubelet (node {state.node_name}, joins with a bootstrap token)")
     t0 = time.monotonic()
     procs.start(state, "kubelet", [

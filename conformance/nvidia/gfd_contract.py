@@ -24,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.nvidia import labels as L
+
 UPSTREAM = "NVIDIA/k8s-device-plugin"
 UPSTREAM_VERSION = "v0.20.0"
 DATA_DIR = Path(__file__).resolve().parent / "data" / "gfd-contract"
@@ -113,7 +115,7 @@ def select_contract(labels: Mapping[str, str]) -> str:
     """
     if any(_MIXED_COUNT.match(k) for k in labels):
         return MIG_MIXED
-    if "-MIG-" in labels.get("nvidia.com/gpu.product", ""):
+    if "-MIG-" in labels.get(L.PRODUCT, ""):
         return MIG_SINGLE
     return FULL_GPU
 

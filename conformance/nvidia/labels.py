@@ -22,7 +22,9 @@ RUNTIME_FULL = "nvidia.com/cuda.runtime-version.full"
 MIG_CAPABLE = "nvidia.com/mig.capable"
 MIG_STRATEGY = "nvidia.com/mig.strategy"
 MIG_CONFIG = "nvidia.com/mig.config"
+MPS_CAPABLE = "nvidia.com/mps.capable"
 DEVICE_PLUGIN_CONFIG = "nvidia.com/device-plugin.config"
+DRIVER_UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"  # the operator's upgrade controller
 SHARED_SUFFIX = "-SHARED"
 
 GPU_RESOURCE = "nvidia.com/gpu"

@@ -27,6 +27,7 @@ from typing import Any
 
 import yaml
 
+from conformance.nvidia import labels as L
 from conformance.nvidia.labels import GPU_RESOURCE
 
 RENAME_SUFFIX = ".shared"  # DefaultSharedResourceNameSuffix, api/config/v1/consts.go
@@ -372,11 +373,11 @@ def gfd_sharing_labels(config: SharingConfig) -> dict[str, str]:
     replicas = config.replicas_for(GPU_RESOURCE)
     shared = replicas > 1
     return {
-        "nvidia.com/gpu.replicas": str(replicas),
-        "nvidia.com/gpu.sharing-strategy": config.strategy if shared else "none",
-        "nvidia.com/gpu.product": "<product>" + ("-SHARED" if shared and not
-                                                 config.rename_by_default else ""),
-        "nvidia.com/mps.capable": str(config.strategy == "mps").lower(),
+        L.REPLICAS: str(replicas),
+        L.SHARING_STRATEGY: config.strategy if shared else "none",
+        L.PRODUCT: "<product>" + (L.SHARED_SUFFIX if shared and not
+                                  config.rename_by_default else ""),
+        L.MPS_CAPABLE: str(config.strategy == "mps").lower(),
     }
 
 

@@ -61,7 +61,7 @@ def node_labels(group: NodeGroup, index: int, *, generation: int = DEFAULT_GENER
     if include_gfd:
         labels.update(_gfd_labels(group, generation, driver_version or group.driver_version))
         if product_override is not None:
-            labels["nvidia.com/gpu.product"] = product_override
+            labels[L.PRODUCT] = product_override
         if replicas_override is not None:
             labels["nvidia.com/gpu.replicas"] = str(replicas_override)
     return labels
@@ -82,10 +82,10 @@ def operator_labels(group: NodeGroup) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=64)
 def _operator_labels(group: NodeGroup) -> tuple[tuple[str, str], ...]:
-    labels = {NFD_PCI_LABEL: "true", "nvidia.com/gpu.present": "true",
+    labels = {NFD_PCI_LABEL: "true", L.GPU_PRESENT: "true",
               "nvidia.com/gpu.workload.config": "container",
-              "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}
-    labels.update({f"nvidia.com/gpu.deploy.{op}": "true" for op in DEPLOY_OPERANDS
+              L.DRIVER_UPGRADE_STATE: "upgrade-done"}
+    labels.update({f"{L.DEPLOY_PREFIX}{op}": "true" for op in DEPLOY_OPERANDS
                    if not (op == "device-plugin" and group.allocation == "dra")})
 
     if group.model.mig_capable:
@@ -123,7 +123,7 @@ def _gfd_labels(group: NodeGroup, generation: int,
                                        sharing))
         labels.update({f"{resource}.{k}": str(v) for k, v in profile.attributes().items()})
     labels.update({"nvidia.com/gpu.mode": "compute",
-                   "nvidia.com/mps.capable": str(sharing is not None
+                   L.MPS_CAPABLE: str(sharing is not None
                                                  and sharing.strategy == "mps").lower(),
                    "nvidia.com/vgpu.present": "false"})
     return tuple(labels.items())

@@ -33,6 +33,7 @@ from conformance.cluster.client import Cluster, already_done
 from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import dra, operands
+from conformance.nvidia import labels as L
 from conformance.sim import dra as sim_dra
 from conformance.sim import objects
 
@@ -42,7 +43,7 @@ BUILTIN_CRD = Path(__file__).with_name("gpucluster-crd.yaml")
 CRD_NAME = "gpuclusters.nvidia.com"
 ROLLOUT_TIMEOUT_S = 120.0  # a few KWOK nodes: pods are Ready in seconds
 # gpuClusterStateLabels (controllers/state_manager.go): what it writes on each node it serves
-STATE_LABELS = {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.deploy.driver": "true",
+STATE_LABELS = {L.GPU_PRESENT: "true", f"{L.DEPLOY_PREFIX}driver": "true",
                 **{op.deploy_label: "true" for op in dra.GPUCLUSTER_OPERANDS if op.deploy_label}}
 # The stand-in's own operands: the kubelet plugin is dra.py's, the controller is off by default.
 _IMAGES = {"dcgm": "dcgm", "dcgm-exporter": "dcgm-exporter", "dra-validator": "operator-validator"}

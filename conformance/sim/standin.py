@@ -275,16 +275,16 @@ def _ensure_cluster_policy(cluster: Cluster, state: SimState) -> dict:
             "metadata": {"name": CLUSTER_POLICY, "labels": {STANDIN_LABEL: "true"}},
             "spec": cluster_policy_spec(state)}
     try:
-        cluster.custom.create_cluster_custom_object("nvidia.com", "v1", "clusterpolicies", body)
+        cluster.custom.create_cluster_custom_object(*clusterpolicy.API, body)
         return body["spec"]
     except ApiException as exc:
         if exc.status != 409:
             raise
-    current = cluster.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
+    current = cluster.custom.get_cluster_custom_object(*clusterpolicy.API,
                                                        CLUSTER_POLICY)
     if current.get("spec") != body["spec"]:
         current["spec"] = body["spec"]
-        cluster.custom.replace_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
+        cluster.custom.replace_cluster_custom_object(*clusterpolicy.API,
                                                      CLUSTER_POLICY, current)
     return body["spec"]
 
@@ -303,7 +303,7 @@ def _set_cluster_policy_status(cluster: Cluster, state: SimState) -> None:
                   "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               }]}
     cluster.custom.patch_cluster_custom_object_status(
-        "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY, {"status": status})
+        *clusterpolicy.API, CLUSTER_POLICY, {"status": status})
 
 
 def _ensure_operator(cluster: Cluster, state: SimState) -> None:
@@ -363,7 +363,7 @@ def _ensure_sharing_config(cluster: Cluster, state: SimState) -> None:
 
 def _owner(cluster: Cluster) -> dict | None:
     try:
-        cp = cluster.custom.get_cluster_custom_object("nvidia.com", "v1", "clusterpolicies",
+        cp = cluster.custom.get_cluster_custom_object(*clusterpolicy.API,
                                                       CLUSTER_POLICY)
     except ApiException:
         return None
@@ -407,7 +407,6 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
             cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
 
 
-UPGRADE_STATE = "nvidia.com/gpu-driver-upgrade-state"
 
 
 def _image_changed(current, body: dict) -> bool:
@@ -419,8 +418,8 @@ def _mark_upgrade_required(cluster: Cluster) -> None:
     """The operator's upgrade controller: a new driver image puts every GPU node in
     upgrade-required until its new driver pod runs (then GFD reports the new version)."""
     for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
-        cluster.core.patch_node(node.metadata.name,
-                                {"metadata": {"labels": {UPGRADE_STATE: "upgrade-required"}}})
+        cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": {
+            L.DRIVER_UPGRADE_STATE: "upgrade-required"}}})
 
 
 def _template_changed(current, body: dict) -> bool:
@@ -553,7 +552,7 @@ def _control(cluster: Cluster, state: SimState) -> None:
         return
     try:
         policy = cluster.custom.get_cluster_custom_object(
-            "nvidia.com", "v1", "clusterpolicies", CLUSTER_POLICY)
+            *clusterpolicy.API, CLUSTER_POLICY)
     except ApiException as exc:
         if exc.status == 404:  # nothing to play yet (chart not installed, or uninstalled)
             return
@@ -591,10 +590,10 @@ def _relabel_upgraded_drivers(cluster: Cluster, state: SimState, spec: dict) -> 
                                for c in (p.status.conditions or []))}
     for node in cluster.core.list_node(label_selector=f"{L.GPU_PRESENT}=true").items:
         lab = node.metadata.labels or {}
-        if node.metadata.name in upgraded and lab.get(UPGRADE_STATE) == "upgrade-required":
+        if node.metadata.name in upgraded and lab.get(L.DRIVER_UPGRADE_STATE) == "upgrade-required":
             cluster.core.patch_node(node.metadata.name, {"metadata": {"labels": {
                 **driver.driver_labels(version),
-                "nvidia.com/gpu-driver-upgrade-state": "upgrade-done"}}})
+                L.DRIVER_UPGRADE_STATE: "upgrade-done"}}})
 
 
 def _react_to_operands_label(cluster: Cluster, state: SimState) -> None:
