@@ -30,14 +30,13 @@ from conformance.node import chart as chartmod
 from conformance.node import host, images, kube, lifecycle
 from conformance.node.images import Entry, Image
 from conformance.node.state import NodeState
-from conformance.nvidia import clusterpolicy
+from conformance.nvidia import clusterpolicy, operands
 from conformance.nvidia.labels import GPU_PRESENT, NFD_PCI_NVIDIA
 from conformance.nvidia.sharing import validate_sharing_config
 from conformance.sim.controlplane import ControlPlane
 
 RELEASE = NAMESPACE = "gpu-operator"  # as NVIDIA's install guide names both
 CHART_NAME = "gpu-operator"
-IMAGE_REPOSITORY = "nvcr.io/nvidia/gpu-operator"  # the chart's operator and validator image
 VALIDATIONS = Path("/run/nvidia/validations")  # the validator's *-ready files (Bidirectional)
 VALIDATOR_APP = "nvidia-operator-validator"
 READY_TIMEOUT_S = 300.0
@@ -73,7 +72,7 @@ def image(build: binaries.OperatorBuild, nb: binaries.NodeBinaries) -> Image:
                     for f in sorted(folder.rglob("*")) if f.is_file()]
     entries += [*images.busybox_entries(nb.busybox),
                 *images.glibc_entries([nb.nvidia_device_plugin])]
-    return Image([f"{IMAGE_REPOSITORY}:{build.version}"], entries,
+    return Image([f"{operands.OPERATOR_IMAGE}:{build.version}"], entries,
                  env={"PATH": images.PATH_ENV})
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from conformance.nvidia.labels import DEPLOY_PREFIX
 
 OPERATOR_VERSION = "v26.7.0"  # default tag of the operator's own images (validator, exporter)
+OPERATOR_IMAGE = "nvcr.io/nvidia/gpu-operator"  # the operator's and the validator's image
 PRIORITY_CLASS = "system-node-critical"
 
 # chart/values.yaml daemonsets.tolerations
@@ -211,7 +212,7 @@ _DEFAULT_SPEC: dict[str, Any] = {
     "daemonsets": {"priorityClassName": PRIORITY_CLASS,
                    "tolerations": [dict(t) for t in DEFAULT_TOLERATIONS],
                    "updateStrategy": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "1"}},
-    "validator": _image("nvcr.io/nvidia", "gpu-operator", None),
+    "validator": _image(*OPERATOR_IMAGE.rsplit("/", 1), None),
     "mig": {"strategy": "single"},
     "psa": {"enabled": False},
     "cdi": {"enabled": True},
@@ -228,7 +229,7 @@ _DEFAULT_SPEC: dict[str, Any] = {
     "migManager": {"enabled": True,
                    **_image("nvcr.io/nvidia/cloud-native", "k8s-mig-manager", "v0.15.0"),
                    "config": {"default": "all-disabled"}},
-    "nodeStatusExporter": {"enabled": False, **_image("nvcr.io/nvidia", "gpu-operator", None)},
+    "nodeStatusExporter": {"enabled": False, **_image(*OPERATOR_IMAGE.rsplit("/", 1), None)},
     "sandboxWorkloads": {"enabled": False},
 }
 

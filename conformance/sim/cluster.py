@@ -61,7 +61,7 @@ def wait_rolled_out(cluster, sim_state: operator_plan.SimState, progress: Progre
     as far as the faults allow (a crash-looping or untolerated operand never is); without the
     operator, the device plugin chart's DaemonSets."""
     stack = sim_state.resolve_profile().stack
-    operator = stack == "gpu-operator"
+    operator = sim_state.resolve_profile().runs_cluster_policy
     ns = sim_state.operator_namespace if stack != "device-plugin-chart" else plugin_chart.NAMESPACE
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * sim_state.resolve_profile().node_count
     deadline = time.monotonic() + timeout

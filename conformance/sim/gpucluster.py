@@ -85,7 +85,7 @@ def operand_daemonset(op: dra.GpuClusterOperand, namespace: str, owner: dict,
                 "spec": {
                     "nodeSelector": {op.deploy_label: "true"},
                     "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
-                    "priorityClassName": "system-node-critical",
+                    "priorityClassName": operands.PRIORITY_CLASS,
                     "containers": [{"name": op.name,
                                     "image": _BY_KEY[_IMAGES[op.key]].image()}]}}},
     }

@@ -93,7 +93,7 @@ def plan_nodes(state: SimState, source: ConfigSource | None,
     """What every node should carry, with the sharing the plugin applies from ``source``
     (the ConfigMap it is pointed at) and the nodes' own ``device-plugin.config`` labels."""
     profile = state.resolve_profile()
-    operator = profile.stack == "gpu-operator"
+    operator = profile.runs_cluster_policy
     current_labels = current_labels or {}
     plans: list[NodePlan] = []
     refused: list[str] = []
@@ -246,7 +246,7 @@ def daemonset_manifest(op: operands.Operand, state: SimState, spec: dict,
                     "serviceAccountName": op.service_account,
                     "nodeSelector": dict(op.node_selector),
                     "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
-                    "priorityClassName": "system-node-critical",
+                    "priorityClassName": operands.PRIORITY_CLASS,
                     "containers": [{"name": op.container, "image": op.image(spec),
                                     "env": env}],
                     **({"volumes": volumes} if volumes else {}),

@@ -68,7 +68,8 @@ class Taint:
 GPU_TAINT = Taint("nvidia.com/gpu", "present", "NoSchedule")
 ALLOCATIONS = ("device-plugin", "dra")
 
-STACKS = ("gpu-operator", "device-plugin-chart", "gpu-cluster")
+OPERATOR_STACK = "gpu-operator"  # the GPU Operator with a ClusterPolicy
+STACKS = (OPERATOR_STACK, "device-plugin-chart", "gpu-cluster")
 
 
 @dataclass(frozen=True)
@@ -233,7 +234,7 @@ class Profile:
     # Who runs the NVIDIA stack: the GPU Operator (ClusterPolicy, operands), the device
     # plugin Helm chart with GFD and NFD and no operator (nvidia.device_plugin_chart), or the
     # GPU Operator's GPUCluster (the DRA stack, sim/gpucluster.py).
-    stack: str = "gpu-operator"
+    stack: str = OPERATOR_STACK
 
     def __post_init__(self) -> None:
         if not self.groups:
@@ -241,7 +242,7 @@ class Profile:
         if self.stack not in STACKS:
             raise ValueError(f"profile {self.name!r}: stack {self.stack!r} is not one of "
                              f"{', '.join(STACKS)}")
-        if self.stack != "gpu-operator" and any(g.mig_enabled for g in self.gpu_groups):
+        if not self.runs_cluster_policy and any(g.mig_enabled for g in self.gpu_groups):
             raise ValueError(f"profile {self.name!r}: MIG layouts need the operator's MIG "
                              "manager")
         for attr in ("name", "name_prefix"):
@@ -258,6 +259,11 @@ class Profile:
             if len(values) > 1:
                 raise ValueError(f"profile {self.name!r}: {attr} is cluster-wide ({where}), "
                                  f"but the GPU groups differ: {sorted(map(str, values))}")
+
+    @property
+    def runs_cluster_policy(self) -> bool:
+        """The GPU Operator runs the stack through a ClusterPolicy (not a chart, no GPUCluster)."""
+        return self.stack == OPERATOR_STACK
 
     @property
     def gpu_groups(self) -> tuple[NodeGroup, ...]:

@@ -56,7 +56,7 @@ CONFIG_MAP = "gpuconf-sim-standin"
 SYNC_REQUEST_KEY = "sync-request"  # see wait_for_a_full_pass
 SYNC_DONE_KEY = "sync-done"
 CLUSTER_POLICY = "cluster-policy"
-OPERATOR_VERSION = "v26.7.0"  # the chart version the stand-in plays (../shared/upstream)
+OPERATOR_DEPLOYMENT = "gpu-operator"  # the chart's Deployment, its app label and container
 BUILTIN_CRD = Path(__file__).with_name("clusterpolicy-crd.yaml")
 LOOP_INTERVAL_S = 1.0
 
@@ -64,7 +64,7 @@ LOOP_INTERVAL_S = 1.0
 def observed_source(cluster: Cluster, state: SimState, policy: dict | None) -> ConfigSource | None:
     """The sharing configs the plugin is pointed at now, read from the cluster: the
     ClusterPolicy's spec.devicePlugin.config, or (no operator) the chart's mounted ConfigMap."""
-    if state.resolve_profile().stack != "gpu-operator":
+    if not state.resolve_profile().runs_cluster_policy:
         return plugin_chart.observed_source(cluster)
     ref = ClusterPolicy(policy).device_plugin_config if policy else None
     if ref is None:
@@ -80,7 +80,7 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
     _save_state(cluster, state)
     seed = seeded_source(state)
     plan = plan_nodes(state, seed, _node_labels(cluster))
-    operator = profile.stack == "gpu-operator"
+    operator = profile.runs_cluster_policy
     if nodes:
         progress(f"writing {state.profile} nodes")
         _apply_nodes(cluster, plan.nodes, operator=operator)
@@ -124,7 +124,7 @@ def _remove_operator(cluster: Cluster, state: SimState, *, keep_deployment: bool
         with already_done(404):
             cluster.apps.delete_namespaced_deployment(dep.metadata.name, ns)
     objects.delete_daemonsets(cluster, ns, f"{STANDIN_LABEL}=true", keep_pod=lambda pod: (
-        keep_deployment and (pod.metadata.labels or {}).get("app") == "gpu-operator"))
+        keep_deployment and (pod.metadata.labels or {}).get("app") == OPERATOR_DEPLOYMENT))
 
 
 def _save_state(cluster: Cluster, state: SimState) -> None:
@@ -307,24 +307,24 @@ def _set_cluster_policy_status(cluster: Cluster, state: SimState) -> None:
 
 
 def _ensure_operator(cluster: Cluster, state: SimState) -> None:
-    labels = {"app": "gpu-operator", "app.kubernetes.io/component": "gpu-operator",
-              "app.kubernetes.io/version": OPERATOR_VERSION,
-              "helm.sh/chart": f"gpu-operator-{OPERATOR_VERSION}", STANDIN_LABEL: "true"}
+    labels = {"app": OPERATOR_DEPLOYMENT, "app.kubernetes.io/component": "gpu-operator",
+              "app.kubernetes.io/version": operands.OPERATOR_VERSION,
+              "helm.sh/chart": f"gpu-operator-{operands.OPERATOR_VERSION}", STANDIN_LABEL: "true"}
     annotations = ({CRASHLOOP_ANNOTATION: "true"} if state.has("operator-unavailable")
                    else {})
     body = {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": "gpu-operator", "namespace": state.operator_namespace,
+        "metadata": {"name": OPERATOR_DEPLOYMENT, "namespace": state.operator_namespace,
                      "labels": labels},
         "spec": {
             "replicas": 1,
             # Recreate: a fault's crash-looping pod replaces the healthy one instead of
             # waiting behind it (a rolling update would keep the old pod serving).
             "strategy": {"type": "Recreate"},
-            "selector": {"matchLabels": {"app": "gpu-operator"}},
+            "selector": {"matchLabels": {"app": OPERATOR_DEPLOYMENT}},
             "template": {"metadata": {"labels": labels, "annotations": annotations}, "spec": {
-                "containers": [{"name": "gpu-operator",
-                                "image": f"nvcr.io/nvidia/gpu-operator:{OPERATOR_VERSION}"}],
+                "containers": [{"name": OPERATOR_DEPLOYMENT,
+                                "image": f"{operands.OPERATOR_IMAGE}:{operands.OPERATOR_VERSION}"}],
                 # The operator runs on a CPU node, as it does in real clusters.
                 "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
                     "nodeSelectorTerms": [{"matchExpressions": [
@@ -339,10 +339,10 @@ def _ensure_operator(cluster: Cluster, state: SimState) -> None:
     except ApiException as exc:
         if exc.status != 409:
             raise
-    current = cluster.apps.read_namespaced_deployment("gpu-operator", ns)
+    current = cluster.apps.read_namespaced_deployment(OPERATOR_DEPLOYMENT, ns)
     if ((current.spec.template.metadata.annotations or {}) != annotations
             or (current.spec.strategy and current.spec.strategy.type) != "Recreate"):
-        cluster.apps.patch_namespaced_deployment("gpu-operator", ns, {"spec": {
+        cluster.apps.patch_namespaced_deployment(OPERATOR_DEPLOYMENT, ns, {"spec": {
             "strategy": {"type": "Recreate", "rollingUpdate": None},
             "template": {"metadata": {"annotations": {
                 CRASHLOOP_ANNOTATION: annotations.get(CRASHLOOP_ANNOTATION)}}}}})
@@ -545,7 +545,7 @@ def _control(cluster: Cluster, state: SimState) -> None:
     if gpucluster.wanted(state.resolve_profile()):
         gpucluster.control_once(cluster, state)
         return
-    if state.resolve_profile().stack != "gpu-operator":
+    if not state.resolve_profile().runs_cluster_policy:
         plan = _follow_sharing(cluster, state, None)
         plugin_chart.apply(cluster, None if plan is None else plugin_chart.observed_source(
             cluster), crashloop=bool(plan and plan.refused), write_config=False)
