@@ -56,12 +56,18 @@ def start(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
     progress(f"containerd ready in {time.monotonic() - t0:.1f}s")
 
 
+def _argv(state: NodeState, nb: binaries.NodeBinaries, namespace: str,
+          args: tuple[str, ...]) -> list[str]:
+    return [str(nb.ctr), f"--address={state.containerd_socket}", f"--namespace={namespace}",
+            *args]
+
+
 def ctr(state: NodeState, nb: binaries.NodeBinaries, *args: str, timeout: float,
         check: bool = True, namespace: str = "k8s.io") -> int:
     """Run ``ctr`` against the node's containerd, logged to ctr.log; its exit status (with
     ``check``: a ComponentFailed with the log's tail when it fails)."""
     log = state.logs / "ctr.log"
-    argv = [str(nb.ctr), f"--address={state.containerd_socket}", f"--namespace={namespace}", *args]
+    argv = _argv(state, nb, namespace, args)
     with log.open("ab") as fh:
         fh.write(f"$ {' '.join(argv)}\n".encode())
         try:
@@ -80,9 +86,8 @@ def ctr_lines(state: NodeState, nb: binaries.NodeBinaries, *args: str,
               namespace: str = "k8s.io") -> list[str]:
     """``ctr``'s output as words; nothing when it fails or hangs (used on the way down)."""
     try:
-        proc = subprocess.run([str(nb.ctr), f"--address={state.containerd_socket}",
-                               f"--namespace={namespace}", *args], capture_output=True,
-                              text=True, timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
+        proc = subprocess.run(_argv(state, nb, namespace, args), capture_output=True, text=True,
+                              timeout=TEARDOWN_CALL_TIMEOUT_S, check=False)
     except subprocess.TimeoutExpired:
         return []
     return proc.stdout.split() if proc.returncode == 0 else []

@@ -38,7 +38,6 @@ BINDINGS = {
 }
 
 
-
 def api(kubeconfig: Path) -> client.ApiClient:
     return config.new_client_from_config(config_file=str(kubeconfig))
 

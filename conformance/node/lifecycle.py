@@ -55,13 +55,12 @@ DEFAULT_GPU_PROFILE = "8xH100"
 GPU_SOURCE_ANNOTATION = "node.gpuconf.io/gpu-source"  # "mock-nvml 8xH100" or "driver"
 MOCK_NVML = gpu.MOCK_NVML
 GPU_INJECTIONS = ("cdi", chartmod.RUNTIME_INJECTION)
-# Waits. Measured here (2 cores): the node is Ready ~10 s after
-# the kubelet starts, the chart's DaemonSets roll out in ~20 s. The limits leave room on a
-# loaded CI machine without hiding a hang.
+# Waits. Measured here (2 cores): the node is Ready ~10 s after the kubelet starts, the chart's
+# DaemonSets roll out in ~20 s. The limits leave room on a loaded CI machine without hiding a
+# hang.
 NODE_READY_TIMEOUT_S = 120.0
 ROLLOUT_TIMEOUT_S = 240.0
 GPUS_TIMEOUT_S = 120.0
-
 
 
 # ---- public API -----------------------------------------------------------------------------

@@ -60,10 +60,11 @@ def wait_rolled_out(cluster, sim_state: operator_plan.SimState, progress: Progre
     """Until the operator Deployment is available and every operand DaemonSet is rolled out
     as far as the faults allow (a crash-looping or untolerated operand never is); without the
     operator, the device plugin chart's DaemonSets."""
-    stack = sim_state.resolve_profile().stack
-    operator = sim_state.resolve_profile().runs_cluster_policy
-    ns = sim_state.operator_namespace if stack != "device-plugin-chart" else plugin_chart.NAMESPACE
-    timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * sim_state.resolve_profile().node_count
+    profile = sim_state.resolve_profile()
+    operator = profile.runs_cluster_policy
+    ns = (sim_state.operator_namespace if profile.stack != "device-plugin-chart"
+          else plugin_chart.NAMESPACE)
+    timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * profile.node_count
     deadline = time.monotonic() + timeout
     last, stuck = "", []
     while time.monotonic() < deadline:

@@ -49,7 +49,6 @@ KUBERNETES_SERVICE_IP = "10.96.0.1"
 REAL_NODE_LABEL = "node.gpuconf.io/real"
 
 
-
 def clusters_dir() -> Path:
     return binaries.cache_dir() / "clusters"
 

@@ -63,7 +63,7 @@ def node_labels(group: NodeGroup, index: int, *, generation: int = DEFAULT_GENER
         if product_override is not None:
             labels[L.PRODUCT] = product_override
         if replicas_override is not None:
-            labels["nvidia.com/gpu.replicas"] = str(replicas_override)
+            labels[L.REPLICAS] = str(replicas_override)
     return labels
 
 
@@ -89,8 +89,8 @@ def _operator_labels(group: NodeGroup) -> tuple[tuple[str, str], ...]:
                    if not (op == "device-plugin" and group.allocation == "dra")})
 
     if group.model.mig_capable:
-        labels["nvidia.com/gpu.deploy.mig-manager"] = "true"
-        labels["nvidia.com/mig.config"] = group.mig_config
+        labels[f"{L.DEPLOY_PREFIX}mig-manager"] = "true"
+        labels[L.MIG_CONFIG] = group.mig_config
         labels["nvidia.com/mig.config.state"] = "success"
     return tuple(labels.items())
 
@@ -101,21 +101,21 @@ def _gfd_labels(group: NodeGroup, generation: int,
     if not 10**9 <= generation < 10**10:
         raise ValueError(f"gfd.timestamp must have 10 digits, got {generation}")
     model = group.model
-    labels: dict[str, str] = {"nvidia.com/gfd.timestamp": str(generation),
+    labels: dict[str, str] = {L.GFD_TIMESTAMP: str(generation),
                               "nvidia.com/gpu.machine": group.machine_type}
     labels.update(driver.version_labels(driver_version, group.cuda_version))
-    labels["nvidia.com/mig.capable"] = str(model.mig_capable).lower()
+    labels[L.MIG_CAPABLE] = str(model.mig_capable).lower()
     sharing = group.sharing
     # Full GPUs (nvidia.com/gpu.*). MIG-enabled GPUs are labelled without sharing (replicas 0).
     labels.update(_resource_labels(GPU_RESOURCE, group.gpus_per_node, (model.product,),
                                    None if group.mig_enabled else sharing,
                                    sharing_disabled=group.mig_enabled))
-    labels.update({"nvidia.com/gpu.memory": str(model.memory_mib),
-                   "nvidia.com/gpu.family": model.family,
-                   "nvidia.com/gpu.compute.major": str(model.compute_major),
-                   "nvidia.com/gpu.compute.minor": str(model.compute_minor)})
+    labels.update({L.MEMORY: str(model.memory_mib),
+                   L.FAMILY: model.family,
+                   L.COMPUTE_MAJOR: str(model.compute_major),
+                   L.COMPUTE_MINOR: str(model.compute_minor)})
     if group.mig_strategy != "none":
-        labels["nvidia.com/mig.strategy"] = group.mig_strategy
+        labels[L.MIG_STRATEGY] = group.mig_strategy
     for profile_name, count in group.mig_devices_per_node().items():
         profile = model.mig_profile(profile_name)
         resource = GPU_RESOURCE if group.mig_strategy == "single" else profile.resource_name
@@ -124,7 +124,7 @@ def _gfd_labels(group: NodeGroup, generation: int,
         labels.update({f"{resource}.{k}": str(v) for k, v in profile.attributes().items()})
     labels.update({"nvidia.com/gpu.mode": "compute",
                    L.MPS_CAPABLE: str(sharing is not None
-                                                 and sharing.strategy == "mps").lower(),
+                                      and sharing.strategy == "mps").lower(),
                    "nvidia.com/vgpu.present": "false"})
     return tuple(labels.items())
 

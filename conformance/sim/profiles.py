@@ -405,7 +405,6 @@ def _profiles() -> dict[str, Profile]:
     return {p.name: p for p in profiles}
 
 
-
 PROFILES: dict[str, Profile] = _profiles()
 
 

@@ -407,8 +407,6 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
             cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
 
 
-
-
 def _image_changed(current, body: dict) -> bool:
     return (current.spec.template.spec.containers[0].image
             != body["spec"]["template"]["spec"]["containers"][0]["image"])
