@@ -27,42 +27,13 @@
 # Exit status: 0 all built, 1 a build failed, 2 a prerequisite is missing (each named on stderr).
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=versions.env (the pins, also read by binaries.py)
-source "$here/versions.env"
-
-cache="${GPUCONF_CACHE:-$HOME/.cache/gpu-conformance}"
-bin_root="$cache/bin"
-work="$cache/build"
-mkdir -p "$bin_root" "$work"
+BUILD_LOG_NAME=build-node
+# shellcheck source=lib.sh (the pins, the cache, log/die/built/finish, need_go/need_cc, module_dir)
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 COMPONENTS=(kubelet containerd runc cni toolkit nfd device-plugin mock-nvml busybox)
 OPTIONAL=(gpu-operator)  # built only when named
 
-log() { printf '[build-node %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
-die() { echo "error: $1" >&2; exit "${2:-1}"; }  # die MESSAGE [STATUS]
-built() {  # built DEST [FILE...]: DEST published, with every FILE (a cache from before FILE was built is not)
-  local dest=$1 f; shift
-  [[ -f "$dest/.complete" ]] || return 1
-  for f in "$@"; do [[ -e "$dest/$f" ]] || return 1; done
-}
-finish() {  # finish SRC_DIR DEST_DIR: publish atomically
-  local src="$1" dest="$2"
-  touch "$src/.complete"
-  rm -rf "$dest"
-  mv "$src" "$dest"
-}
-
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
-
-need_go() { command -v go >/dev/null 2>&1 || die "the Go toolchain is missing: install Go >= 1.26 (https://go.dev/doc/install)" 2; }
-need_cc() { command -v gcc >/dev/null 2>&1 || die "$1 needs cgo: install gcc (Debian: apt-get install gcc libc6-dev)" 2; }
-
-module_dir() {  # module_dir MODULE@VERSION: the module's source in the module cache (downloaded)
-  local dir
-  dir=$(GOFLAGS=-mod=mod go mod download -json "$1" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-  [[ -n "$dir" && -d "$dir" ]] || die "could not download $1 from the Go module proxy ($(go env GOPROXY))"
-  echo "$dir"
-}
 
 # nvidia_src NAME VERSION MODULE_LINE SUBDIR URL: an unpacked source tree of NAME at VERSION whose
 # go.mod declares MODULE_LINE, from $NVIDIA_SRC (a folder, a .tar.gz/.tar.xz archive in it, or the
@@ -93,39 +64,6 @@ nvidia_src() {
   [[ -n "$root" ]] || die "$name $v source not found in '$src': $hint" 2
   [[ -d "$root/vendor" ]] || die "$name $v source in $root has no vendor/ folder (the upstream tag vendors its dependencies): $hint" 2
   echo "$root"
-}
-
-# ---- kubelet: the control plane's wrapper-module recipe (../shared/research/controlplane.md) ----
-build_kubelet() {
-  local v="$KUBERNETES_VERSION" dest="$bin_root/kubelet-$KUBERNETES_VERSION"
-  if built "$dest"; then log "kubelet $v: cached at $dest"; return; fi
-  need_go
-  local minor="${v#v1.}"; minor="${minor%%.*}"
-  local staging_v="v0.${v#v1.}" mod="$work/kubelet-$v" gomod
-  rm -rf "$mod" && mkdir -p "$mod" && cd "$mod"
-  log "kubelet $v: resolving modules (staging at $staging_v)"
-  printf 'module local/kubeletbin\n\ngo 1.26.0\n\ngodebug default=go1.%s\n' \
-    "$(go env GOVERSION | sed -E 's/go1\.([0-9]+).*/\1/')" > go.mod
-  printf 'package main\n\nfunc main() {}\n' > main.go
-  gomod=$(GOFLAGS=-mod=mod go mod download -json "k8s.io/kubernetes@$v" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
-  local staging args=()
-  staging=$(awk '$2=="=>" && $3 ~ /^\.\/staging/ {print $1}' "$gomod")
-  [[ -n "$staging" ]] || die "could not read the staging module list of k8s.io/kubernetes $v"
-  for m in $staging; do args+=("-replace=$m=$m@$staging_v"); done
-  go mod edit "${args[@]}"
-  GOFLAGS=-mod=mod go get "k8s.io/kubernetes@$v" "k8s.io/kubernetes/cmd/kubelet@$v"
-  local ld="-s -w"
-  ld+=" -X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1"
-  ld+=" -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-  ld+=" -X k8s.io/component-base/version.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  ld+=" -X k8s.io/client-go/pkg/version.gitVersion=$v"
-  log "kubelet $v: compiling"
-  local out="$mod/out"; mkdir -p "$out"
-  CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$ld" \
-    -o "$out/kubelet" k8s.io/kubernetes/cmd/kubelet
-  "$out/kubelet" --version
-  finish "$out" "$dest"
-  rm -rf "$mod"
 }
 
 # ---- modules the proxy serves: built in their own module directory ----
@@ -304,7 +242,7 @@ build_busybox() {
 run_one() {
   local t0; t0=$(date +%s)
   case "$1" in
-    kubelet) build_kubelet ;;
+    kubelet) build_kubernetes_commands kubelet kubelet ;;
     containerd) build_containerd ;;
     runc) build_runc ;;
     cni) build_cni ;;
