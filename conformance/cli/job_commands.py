@@ -75,12 +75,16 @@ def cmd_apply(args) -> int:
 
 
 def cmd_fetch(args) -> int:
-    from conformance.run.job import fetch
+    from conformance.run.job import check_name, read_job
     from conformance.run.plan import check_writable, summarize
+    from conformance.run.results_store import fetch
 
     out = Path(args.results)
     check_writable(out)
-    fetch(_connect(args), args.name, out, wait_s=args.wait, progress=say)
+    cluster = _connect(args)
+    check_name(args.name)
+    fetch(cluster, args.name, out, wait_s=args.wait, progress=say,
+          job_exists=lambda: read_job(cluster, args.name) is not None)
     say(f"results of Job {args.name} in {out}")
     summarize(out)
     return EXIT_OK
@@ -102,7 +106,7 @@ def cmd_inside(args) -> int:
 
 
 def cmd_sonobuoy(args) -> int:
-    from conformance.run.job import sonobuoy_entrypoint
+    from conformance.run.sonobuoy import sonobuoy_entrypoint
 
     return sonobuoy_entrypoint(_run_options(args.run_args), args.product_version, say)
 

@@ -1,4 +1,4 @@
-"""The suite as an in-cluster Job, and as a Sonobuoy plugin: render, apply, wait, fetch.
+"""The suite as an in-cluster Job: render, apply, wait, delete, and what its pod runs.
 
 Design (only the API, least privilege):
 
@@ -9,26 +9,15 @@ Design (only the API, least privilege):
 - In the pod, ``gpuconf job inside`` runs the suites against the cluster it is in (the
   in-cluster ServiceAccount config: ``conformance.cluster.client.connect`` without a kubeconfig),
   writes the results folder to an emptyDir volume (``/results``: results.json, junit.xml,
-  allure, the report, CTRF and the evidence bundle), then packs that folder into a gzipped tar
-  and stores it through the API in ConfigMaps of its own namespace, in chunks below the
-  object size limit, labelled with the Job's name and owned by the Job (deleting the Job
-  deletes them). The only write this needs beyond a normal run is ``create configmaps`` in
-  ``gpuconf-system`` for objects labelled ``app.kubernetes.io/component: gpuconf-results``,
-  which the shipped admission policy allows and nothing more.
-- ``gpuconf job fetch`` reads those ConfigMaps back (``get/list configmaps``), checks the
-  SHA-256 and unpacks them: no ``kubectl cp``, no exec, no port-forward, no logs endpoint.
-- ``gpuconf sonobuoy-entrypoint`` runs the same suites inside a Sonobuoy plugin pod and hands
-  the evidence bundle to Sonobuoy by its contract: a tarball in ``SONOBUOY_RESULTS_DIR`` and
-  its path in the ``done`` file.
+  allure, the report, CTRF and the evidence bundle), then stores that folder through the API
+  (``conformance.run.results_store``), where ``gpuconf job fetch`` reads it back.
+
+The same suites run as a Sonobuoy plugin: ``conformance.run.sonobuoy``.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import io
 import os
-import tarfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -47,26 +36,19 @@ from conformance.common.errors import NotConverged, UsageError
 from conformance.common.redact import redact_text
 from conformance.common.vocab import EXIT_FAILED, EXIT_OK
 from conformance.options import Options
+from conformance.run.results_store import JOB_LABEL, chunks, fetch, pack, store
 
 NAMESPACE = rbac.NAMESPACE
 SERVICE_ACCOUNT = rbac.SERVICE_ACCOUNT
 DEFAULT_IMAGE = f"gpu-conformance:{__version__}"
 DEFAULT_NAME = "gpuconf"
 RESULTS_MOUNT = "/results"
-COMPONENT = "gpuconf-results"  # the label the admission policy lets the ServiceAccount write
-JOB_LABEL = "gpuconf.io/job"
-RUN_LABEL = "gpuconf.io/run-id"
-CHUNK_ANNOTATION = "gpuconf.io/chunk"
-SHA_ANNOTATION = "gpuconf.io/sha256"
-DATA_KEY = "bundle.tar.gz"
-# A ConfigMap must stay below ~1 MiB in etcd; base64 makes 700 KiB of tar 933 KiB.
-CHUNK_BYTES = 700 * 1024
 # The pod's environment (set by the Job's downward API), read by `gpuconf job inside`.
 ENV_JOB_NAME = "GPUCONF_JOB_NAME"
 ENV_JOB_UID = "GPUCONF_JOB_UID"
 ENV_NAMESPACE = "GPUCONF_NAMESPACE"
 DEFAULT_TIMEOUT_S = 3600  # the Job's activeDeadlineSeconds: a whole run with GPU kernels
-POLL_S = 3.0
+POLL_S = 3.0  # how often `wait_finished` looks at the Job again
 HEARTBEAT_S = 30.0  # a progress line at least this often while the Job runs
 # The results are stored before the container exits, so they are there when the Job
 # completes; this covers an API server that is slow to show them.
@@ -160,7 +142,7 @@ def render(spec: JobSpec) -> str:
     return "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in docs)
 
 
-# --- apply, wait, fetch, delete ----------------------------------------------------------------
+# --- apply, wait, delete -----------------------------------------------------------------------
 def _policy_current(cluster: Cluster, progress: Progress) -> None:
     """`rbac.apply` leaves existing objects as they are; an admission policy applied by an
     older gpuconf would refuse the Job's results, so it is brought to the shipped one."""
@@ -197,7 +179,8 @@ def create_job(cluster: Cluster, spec: JobSpec, progress: Progress) -> dict[str,
     return job.to_dict()
 
 
-def _job(cluster: Cluster, name: str):
+def read_job(cluster: Cluster, name: str):
+    """The Job ``name``, or None when there is none."""
     from kubernetes import client
 
     try:
@@ -237,7 +220,7 @@ def wait_finished(cluster: Cluster, name: str, timeout_s: float, progress: Progr
     start = clock()
     last_state, last_said = "", start
     while True:
-        job = _job(cluster, name)
+        job = read_job(cluster, name)
         if job is None:
             raise NotConverged(f"Job {NAMESPACE}/{name} disappeared while waiting for it")
         done = _finished(job)
@@ -258,69 +241,6 @@ def wait_finished(cluster: Cluster, name: str, timeout_s: float, progress: Progr
         time.sleep(POLL_S)
 
 
-def _chunks(cluster: Cluster, name: str) -> list:
-    return cluster.core.list_namespaced_config_map(
-        NAMESPACE, label_selector=f"{JOB_LABEL}={name},app.kubernetes.io/component={COMPONENT}"
-    ).items
-
-
-def fetch(cluster: Cluster, name: str, out_dir: Path, *, wait_s: float = 0.0,
-          progress: Progress | None = None) -> Path:
-    """Unpack the results the Job `name` stored into ``out_dir``; the folder."""
-    check_name(name)
-    deadline = time.monotonic() + wait_s
-    while True:
-        items = _chunks(cluster, name)
-        complete = _assemble(items)
-        if complete is not None or time.monotonic() >= deadline:
-            break
-        if progress:
-            progress(f"waiting for the results of Job {name} ({len(items)} part(s) so far)")
-        time.sleep(POLL_S)
-    if complete is None:
-        if not items and _job(cluster, name) is None:
-            raise UsageError(f"no Job {name} and no results of it in {NAMESPACE} "
-                             "(`gpuconf job apply` creates one; --name picks it)")
-        raise NotConverged(f"no complete results of Job {name} in {NAMESPACE} yet "
-                           f"({len(items)} part(s)): the pod stores them when the suites end; "
-                           "see `kubectl -n gpuconf-system logs job/" + name + "`")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _extract(complete, out_dir)
-    return out_dir
-
-
-def _assemble(items: list) -> bytes | None:
-    """The tarball from its ConfigMap parts, or None while a part is missing."""
-    parts: dict[int, bytes] = {}
-    total, digest = None, None
-    for cm in items:
-        ann = cm.metadata.annotations or {}
-        try:
-            index, count = (int(x) for x in ann.get(CHUNK_ANNOTATION, "").split("/"))
-        except ValueError:
-            continue
-        total, digest = count, ann.get(SHA_ANNOTATION)
-        parts[index] = base64.b64decode((cm.binary_data or {}).get(DATA_KEY, ""))
-    if total is None or len(parts) != total:
-        return None
-    data = b"".join(parts[i] for i in range(total))
-    if hashlib.sha256(data).hexdigest() != digest:
-        raise NotConverged("the stored results do not match their SHA-256 (a part was "
-                           "replaced or truncated): re-run the Job")
-    return data
-
-
-def _extract(data: bytes, out_dir: Path) -> None:
-    root = out_dir.resolve()
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        for member in tar.getmembers():
-            target = (root / member.name).resolve()
-            if not (member.isfile() or member.isdir()) or not target.is_relative_to(root):
-                raise NotConverged(f"refusing the results entry {member.name!r} (outside the "
-                                   "folder, or not a plain file)")
-        tar.extractall(root, filter="data")
-
-
 def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True) -> bool:
     """Delete the Job, its pod and its stored results; False when there was no Job."""
     from kubernetes import client
@@ -333,7 +253,7 @@ def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True
         if exc.status != 404:
             raise
         found = False
-    for cm in _chunks(cluster, name):  # owned by the Job; deleted here too, at once
+    for cm in chunks(cluster, name):  # owned by the Job; deleted here too, at once
         try:
             cluster.core.delete_namespaced_config_map(cm.metadata.name, NAMESPACE)
         except ApiException as exc:
@@ -342,8 +262,9 @@ def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True
     if found and wait:
         from conformance.cluster.waits import wait_for
 
-        wait_for(f"Job {NAMESPACE}/{name} to be deleted", lambda: _job(cluster, name) is None,
-                 timeout=JOB_DELETE_TIMEOUT_S, interval=0.5)
+        wait_for(f"Job {NAMESPACE}/{name} to be deleted",
+                 lambda: read_job(cluster, name) is None, timeout=JOB_DELETE_TIMEOUT_S,
+                 interval=0.5)
     if found:
         progress(f"deleted Job {NAMESPACE}/{name} and its results")
     return found
@@ -368,7 +289,8 @@ def apply_and_wait(cluster: Cluster, spec: JobSpec, results: Path, progress: Pro
     fetched = False
     try:
         outcome = wait_finished(cluster, spec.name, spec.timeout_s + 60, progress)
-        fetch(cluster, spec.name, results, wait_s=results_wait_s, progress=progress)
+        fetch(cluster, spec.name, results, wait_s=results_wait_s, progress=progress,
+              job_exists=lambda: read_job(cluster, spec.name) is not None)
         fetched = True
         progress(f"results of Job {spec.name} in {results}")
     except KeyboardInterrupt:
@@ -412,43 +334,6 @@ def write_bundle(results: Path, product_version: str | None, progress: Progress)
     return out
 
 
-def pack(folder: Path) -> bytes:
-    """A gzipped tar of ``folder``'s contents (paths relative to it)."""
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file() and not path.is_symlink():
-                tar.add(path, arcname=str(path.relative_to(folder)), recursive=False)
-    return buf.getvalue()
-
-
-def store(cluster: Cluster, data: bytes, job_name: str, job_uid: str | None, run_id: str,
-          progress: Progress) -> list[str]:
-    """Store ``data`` as ConfigMap parts of the Job (owned by it when its UID is known)."""
-    check_name(job_name)
-    digest = hashlib.sha256(data).hexdigest()
-    pieces = [data[i:i + CHUNK_BYTES] for i in range(0, len(data), CHUNK_BYTES)] or [b""]
-    owner = ([{"apiVersion": "batch/v1", "kind": "Job", "name": job_name, "uid": job_uid,
-               "controller": False, "blockOwnerDeletion": False}] if job_uid else None)
-    names = []
-    for index, piece in enumerate(pieces):
-        name = f"{COMPONENT}-{job_name}-{index}"
-        body = {"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": name, "namespace": NAMESPACE,
-                             "labels": {"app.kubernetes.io/component": COMPONENT,
-                                        "app.kubernetes.io/part-of": "gpu-conformance",
-                                        JOB_LABEL: job_name, RUN_LABEL: run_id[:63]},
-                             "annotations": {CHUNK_ANNOTATION: f"{index}/{len(pieces)}",
-                                             SHA_ANNOTATION: digest},
-                             **({"ownerReferences": owner} if owner else {})},
-                "binaryData": {DATA_KEY: base64.b64encode(piece).decode()}}
-        cluster.core.create_namespaced_config_map(NAMESPACE, body)
-        names.append(name)
-    progress(f"stored the results ({len(data) / 1024:.0f} KiB) in {len(names)} ConfigMap(s) "
-             f"{NAMESPACE}/{COMPONENT}-{job_name}-*: `gpuconf job fetch --name {job_name}`")
-    return names
-
-
 def inside(options: Options, results: Path, product_version: str | None,
            progress: Progress) -> int:
     """`gpuconf job inside`: run, bundle, store; the run's exit code.
@@ -487,59 +372,3 @@ def _run_id(results: Path) -> str:
         return str(json.loads((results / "results.json").read_text())["run"]["id"])
     except (OSError, ValueError, KeyError, TypeError):
         return "none"
-
-
-# --- Sonobuoy ----------------------------------------------------------------------------------
-SONOBUOY_DIR_ENV = ("SONOBUOY_RESULTS_DIR", "RESULTS_DIR")  # the second: Sonobuoy's legacy name
-SONOBUOY_TARBALL = "gpuconf-results.tar.gz"
-
-
-def sonobuoy_results_dir() -> Path:
-    for env in SONOBUOY_DIR_ENV:
-        if os.environ.get(env):
-            return Path(os.environ[env])
-    raise UsageError("SONOBUOY_RESULTS_DIR is not set: `gpuconf sonobuoy-entrypoint` runs in a "
-                     "Sonobuoy plugin pod (sonobuoy run --plugin deploy/sonobuoy/"
-                     "gpuconf-plugin.yaml)")
-
-
-def sonobuoy_entrypoint(options: Options, product_version: str | None,
-                        progress: Progress) -> int:
-    """Run the suites, then hand Sonobuoy the bundle: a tarball and its path in ``done``.
-
-    The verdict travels in junit.xml (result-format junit), so this exits 0 once the ``done``
-    file is written, as Sonobuoy plugins do; the ``done`` file is written in every case, or
-    Sonobuoy would wait for it until its timeout.
-    """
-    out = sonobuoy_results_dir()
-    out.mkdir(parents=True, exist_ok=True)
-    run_dir = out / "gpuconf-run"
-    error = None
-    try:
-        code = run_suites(options, run_dir, progress)
-        progress(f"suites finished (exit {code})")
-    except UsageError as exc:
-        error = redact_text(str(exc))
-        progress(f"the run could not start: {error}")
-    finally:
-        with interrupts.deferred():
-            bundle = write_bundle(run_dir, product_version, progress)
-            if bundle is None:
-                bundle = run_dir / "bundle"
-                bundle.mkdir(parents=True, exist_ok=True)
-                (bundle / "junit.xml").write_text(_error_junit(error or "the run left no "
-                                                                         "results"))
-            tarball = out / SONOBUOY_TARBALL
-            tarball.write_bytes(pack(bundle))
-            (out / "done").write_text(str(tarball))
-            progress(f"results for Sonobuoy: {tarball} (named in {out / 'done'})")
-    return EXIT_OK
-
-
-def _error_junit(message: str) -> str:
-    from xml.sax.saxutils import quoteattr
-
-    return ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="gpuconf" '
-            'tests="1" errors="1" failures="0" skipped="0"><testcase classname="gpuconf" '
-            f'name="gpuconf run"><error message={quoteattr(message)}/></testcase></testsuite>'
-            "</testsuites>\n")

@@ -27,7 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.cluster import rbac
 from conformance.cluster.client import connect
 from conformance.cluster.waits import wait_for
-from conformance.run import job
+from conformance.run import job, results_store
 
 NAME = f"itest-{os.getpid() % 100000}"
 # Checks that hold on any cluster with the stack: as a Job the target is `existing`, where the
@@ -102,7 +102,7 @@ def test_job_end_to_end_on_the_sim(sim, sim_cluster, tmp_path):
         scheduled = [e for e in events if e.reason == "Scheduled"]
         assert scheduled and pod.spec.node_name in scheduled[0].message
         wait_for("the Job to complete (KWOK ends the pod, the Job controller the Job)",
-                 lambda: job._finished(job._job(sim_cluster, NAME)) == "Complete",
+                 lambda: job._finished(job.read_job(sim_cluster, NAME)) == "Complete",
                  timeout=90, interval=0.5)
 
         # -- the container's command, run here in the pod's environment
@@ -117,7 +117,7 @@ def test_job_end_to_end_on_the_sim(sim, sim_cluster, tmp_path):
                                 check=False)
         assert inside.returncode == 0, inside.stdout[-3000:] + inside.stderr[-3000:]
         assert "403" not in inside.stdout + inside.stderr
-        stored = job._chunks(sim_cluster, NAME)
+        stored = results_store.chunks(sim_cluster, NAME)
         assert stored and all(cm.metadata.owner_references[0].uid == pod.metadata.labels[
             "batch.kubernetes.io/controller-uid"] for cm in stored)
 
@@ -161,7 +161,8 @@ def test_job_end_to_end_on_the_sim(sim, sim_cluster, tmp_path):
                            NAME, "--kubeconfig", kubeconfig], capture_output=True, text=True,
                           timeout=120, check=False)
     assert gone.returncode == 0, gone.stderr
-    assert job._job(sim_cluster, NAME) is None and job._chunks(sim_cluster, NAME) == []
+    assert job.read_job(sim_cluster, NAME) is None
+    assert results_store.chunks(sim_cluster, NAME) == []
     wait_for("the Job's pod to be deleted", lambda: job_pod(sim_cluster, NAME) is None,
              timeout=60, interval=0.5)
 
@@ -176,7 +177,7 @@ def test_service_account_may_store_results_only_where_and_as_shipped(sim, sim_cl
         return {"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": f"probe-{time.monotonic_ns()}", "labels": labels}}
 
-    results = {"app.kubernetes.io/component": job.COMPONENT}
+    results = {"app.kubernetes.io/component": results_store.COMPONENT}
     sa.core.create_namespaced_config_map(job.NAMESPACE, configmap(results), dry_run="All")
     for namespace, labels in ((job.NAMESPACE, {}), ("kube-system", results),
                               ("default", results)):

@@ -17,7 +17,8 @@ from bundle_fixtures import ROOT, results_folder, run_validator, sonobuoy_valida
 from test_report_fixtures import make_results
 
 from conformance.cli.main import build_parser
-from conformance.run import job
+from conformance.options import Options
+from conformance.run import sonobuoy
 
 PLUGIN = ROOT / "deploy" / "sonobuoy" / "gpuconf-plugin.yaml"
 
@@ -62,11 +63,11 @@ def test_entrypoint_hands_the_bundle_to_sonobuoy(validator, tmp_path, monkeypatc
         results_folder(folder, results)
         return 1
 
-    monkeypatch.setattr(job, "run_suites", fake_run)
+    monkeypatch.setattr(sonobuoy, "run_suites", fake_run)
     monkeypatch.setenv("SONOBUOY_RESULTS_DIR", str(tmp_path / "sonobuoy"))
-    assert job.sonobuoy_entrypoint(job.Options(), "1.37", lambda _m: None) == 0
+    assert sonobuoy.sonobuoy_entrypoint(Options(), "1.37", lambda _m: None) == 0
     done = (tmp_path / "sonobuoy" / "done").read_text()
-    assert done == str(tmp_path / "sonobuoy" / job.SONOBUOY_TARBALL)
+    assert done == str(tmp_path / "sonobuoy" / sonobuoy.SONOBUOY_TARBALL)
     tree = run_validator(validator, "results", str(PLUGIN), str(tmp_path / "sonobuoy"))
     assert {"junit.xml", "e2e.log", "results.json", "ctrf-report.json", "PRODUCT.yaml",
             "gpuconf-results.json", "report/report.html"} <= set(tree["files"])
