@@ -34,8 +34,7 @@ from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import dra, operands
 from conformance.nvidia import labels as L
-from conformance.sim import dra as sim_dra
-from conformance.sim import objects
+from conformance.sim import dra_plan, objects
 
 OWNER_LABEL = "sim.gpuconf.io/gpucluster"
 OPERAND_DOWN = "dra-gpucluster-operand-down"
@@ -57,7 +56,7 @@ def wanted(profile) -> bool:
 
 def cluster_object() -> dict:
     """The GPUCluster as the chart renders it with its default values."""
-    repository, _, rest = sim_dra.IMAGE.rpartition("/")
+    repository, _, rest = dra_plan.IMAGE.rpartition("/")
     image, _, version = rest.partition(":")
     return {"apiVersion": "/".join(dra.GPUCLUSTER_API[:2]), "kind": "GPUCluster",
             "metadata": {"name": dra.GPUCLUSTER_NAME, "labels": {OWNER_LABEL: "true"}},
@@ -144,7 +143,7 @@ def remove(cluster: Cluster, state) -> None:
         cluster.custom.delete_cluster_custom_object(*dra.GPUCLUSTER_API, dra.GPUCLUSTER_NAME)
     ns = state.operator_namespace
     objects.delete_daemonsets(cluster, ns, f"{OWNER_LABEL}=true")
-    plugin = sim_dra.gpucluster_plugin(ns)
+    plugin = dra_plan.gpucluster_plugin(ns)
     objects.delete_daemonsets(cluster, ns, ",".join(f"{k}={v}"
                                                     for k, v in plugin.selector.items()))
 

@@ -13,8 +13,7 @@ import pytest
 
 from conformance import catalog
 from conformance.nvidia import dra
-from conformance.sim import dra as sim_dra
-from conformance.sim import profiles
+from conformance.sim import dra_plan, profiles
 from conformance.sim.faults import BY_NAME
 from tests.integration.conftest import run_suites, run_with_fault, verdicts
 
@@ -76,7 +75,7 @@ def _incomplete(c) -> bool:
 
 def _plugin_without_slice(c) -> bool:
     sliced = {s["spec"].get("nodeName") for s in _slices(c)}
-    pods = c.core.list_namespaced_pod(sim_dra.NAMESPACE).items
+    pods = c.core.list_namespaced_pod(dra_plan.NAMESPACE).items
     return any(p.spec.node_name and p.spec.node_name not in sliced and p.status.phase == "Running"
                for p in pods)
 
@@ -105,9 +104,9 @@ def _gpu_class_selector(c) -> str:
 
 def _sharing_template(c) -> bool:
     items = c.custom.list_namespaced_custom_object(
-        dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, sim_dra.SHARING_NAMESPACE,
+        dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, dra_plan.SHARING_NAMESPACE,
         "resourceclaimtemplates").get("items", [])
-    return any(i["metadata"]["name"] == sim_dra.SHARING_TEMPLATE for i in items)
+    return any(i["metadata"]["name"] == dra_plan.SHARING_TEMPLATE for i in items)
 
 
 def _gpucluster_not_ready(c) -> bool:
@@ -131,7 +130,7 @@ DRA_SYMPTOMS = {
 
 
 def test_every_dra_fault_is_expected_and_played():
-    assert set(DRA_EXPECTED) == set(DRA_SYMPTOMS) == set(sim_dra.FAULT_NAMES)
+    assert set(DRA_EXPECTED) == set(DRA_SYMPTOMS) == set(dra_plan.FAULT_NAMES)
     assert all(BY_NAME[f].profile in DRA_PROFILES for f in DRA_EXPECTED)
 
 

@@ -13,8 +13,7 @@ import pytest
 from conformance.checks import dra as rules
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.nvidia import dra
-from conformance.sim import dra as sim_dra
-from conformance.sim import gfd
+from conformance.sim import dra_plan, gfd
 from conformance.sim.profiles import get_profile
 
 RELEASE = (0, 4, 1)
@@ -30,11 +29,8 @@ def node_of(profile: str, group: str, index: int = 0) -> GpuNode:
 def slices_of(profile: str, group: str, faults: tuple[str, ...] = (), index: int = 0):
     g = get_profile(profile).group(group)
     node = g.node_name(index)
-    devs, count = sim_dra._with_faults(list(faults), g, node, sim_dra.devices(g, node), True)
-    bodies = [sim_dra.slice_manifest(node, "uid", devs, count)]
-    if "dra-stale-pool" in faults:
-        bodies.append(sim_dra.stale_slice(g, node, "uid"))
-    return [rules.slice_from_api(b) for b in bodies]
+    return [rules.slice_from_api(b)
+            for b in dra_plan.node_slices(list(faults), g, node, "uid", True)]
 
 
 def devices_of(slices) -> list[rules.Device]:
@@ -48,7 +44,7 @@ def test_healthy_stand_in_pools_pass_every_rule(profile, group):
     node = node_of(profile, group)
     slices = slices_of(profile, group)
     pools = rules.pools(slices)
-    plugin = rules.PluginPod("p", "ns", node.name, True, sim_dra.IMAGE)
+    plugin = rules.PluginPod("p", "ns", node.name, True, dra_plan.IMAGE)
     assert plugin.release == RELEASE
     assert rules.pool_problems(node.name, pools, plugin) == []
     devices = devices_of(slices)
@@ -92,8 +88,8 @@ def test_pools_keep_the_current_generation_only():
 
 def test_unnormalised_version_is_not_semver():
     g = get_profile("dra").group("a100")
-    devs, _ = sim_dra._with_faults(["dra-version-not-semver"], g, "n",
-                                   sim_dra.devices(g, "n"), True)
+    devs, _ = dra_plan._with_faults(["dra-version-not-semver"], g, "n",
+                                    dra_plan.devices(g, "n"), True)
     assert devs[0]["attributes"]["driverVersion"] == {"version": "580.105.08"}
     assert not dra.is_semver("580.105.08")  # what the API server refuses
     problems = rules.attribute_set_problems(
@@ -156,16 +152,16 @@ def test_mig_parent_offered_beside_its_mig_devices():
 def test_mig_single_strategy_counts():
     node = node_of("mig-single", "a100")  # gpu.product NVIDIA-A100-SXM4-40GB-MIG-1g.5gb
     g = get_profile("mig-single").group("a100")
-    devices = [rules.device_from_api(d, dra.DRIVER) for d in sim_dra.devices(g, node.name)]
+    devices = [rules.device_from_api(d, dra.DRIVER) for d in dra_plan.devices(g, node.name)]
     assert rules.device_count_problems(node, devices) == []
     assert rules.device_count_problems(node, devices[:-1])
 
 
 def test_device_classes():
-    healthy = sim_dra.device_classes([])
+    healthy = dra_plan.device_classes([])
     assert rules.class_problems(healthy) == []
     assert rules.extended_resource_classes(healthy) == ["gpu.nvidia.com"]
-    wrong = sim_dra.device_classes(["dra-class-selector-wrong"])
+    wrong = dra_plan.device_classes(["dra-class-selector-wrong"])
     (problem,) = rules.class_problems(wrong)
     assert "gpu.nvidia.com selects" in problem and "type == 'GPU'" in problem
     missing = [c for c in healthy if c["metadata"]["name"] != "mig.nvidia.com"]
@@ -202,7 +198,7 @@ def test_gpucluster_state():
 def test_sim_faults_are_in_the_catalog():
     from conformance.sim.faults import BY_NAME
 
-    assert all(f in BY_NAME for f in sim_dra.FAULT_NAMES)
+    assert all(f in BY_NAME for f in dra_plan.FAULT_NAMES)
 
 
 def test_a_refused_read_is_recorded_not_raised(monkeypatch):

@@ -11,8 +11,7 @@ import pytest
 import yaml
 
 from conformance.nvidia import dra
-from conformance.sim import dra as sim_dra
-from conformance.sim import gpucluster, objects
+from conformance.sim import dra_plan, gpucluster, objects
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
 SRC = SHARED / "upstream" / "src" / "gpu-operator-v26.7.0-src.tar.xz"
@@ -49,7 +48,7 @@ def test_operands_are_named_and_selected_as_the_operator_renders_them():
     files = _source("state-dra-driver/0500_daemonset.yaml",
                     "state-dra-validation/0500_daemonset.yaml")
     plugin = _manifest(files["state-dra-driver/0500_daemonset.yaml"])
-    ours = sim_dra.plugin_daemonset(sim_dra.gpucluster_plugin("gpu-operator"))
+    ours = dra_plan.plugin_daemonset(dra_plan.gpucluster_plugin("gpu-operator"))
     assert ours["metadata"]["name"] == plugin["metadata"]["name"]
     assert ours["spec"]["selector"] == plugin["spec"]["selector"]
     for key in ("app", "app.kubernetes.io/name", "app.kubernetes.io/component"):
