@@ -58,10 +58,10 @@ def reconcile(cluster: Cluster, state, progress: Progress = lambda _m: None) -> 
     layout = plugin_layout(state)
     progress("playing the NVIDIA DRA driver (DeviceClasses, kubelet plugin, ResourceSlices)")
     if layout is CHART_PLUGIN:
-        _ensure_namespace(cluster, NAMESPACE)
+        objects.ensure_namespace(cluster, NAMESPACE, {OWNER_LABEL: "true"})
     else:  # the GPUCluster's operand: the chart's install goes, the operator's namespace stays
         _remove_chart_plugin(cluster)
-        _ensure_namespace(cluster, layout.namespace, owner=False)
+        objects.ensure_namespace(cluster, layout.namespace)
     for body in device_classes(faults):
         _apply_cluster_object(cluster, "deviceclasses", body)
     _label_nodes(cluster, {n for _g, n, _f in dra_nodes(profile, faults)})
@@ -208,35 +208,16 @@ def _ensure_sharing_template(cluster: Cluster, wanted_: bool) -> None:
         if _exists(cluster, SHARING_NAMESPACE):
             namespaces.delete_namespace(cluster, SHARING_NAMESPACE)
         return
-    _ensure_namespace(cluster, SHARING_NAMESPACE)
+    objects.ensure_namespace(cluster, SHARING_NAMESPACE, {OWNER_LABEL: "true"})
     with already_done(409):
         cluster.custom.create_namespaced_custom_object(
             dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, SHARING_NAMESPACE,
             "resourceclaimtemplates", sharing_template())
 
 
-def _namespace_phase(cluster: Cluster, ns: str) -> str | None:
-    """The namespace's phase (Active, Terminating), None when there is none."""
-    with already_done(404):
-        return cluster.core.read_namespace(ns).status.phase
-    return None
-
-
 def _exists(cluster: Cluster, ns: str) -> bool:
     """Whether ``ns`` exists and is not already on its way out."""
-    return _namespace_phase(cluster, ns) not in (None, "Terminating")
-
-
-def _ensure_namespace(cluster: Cluster, name: str, *, owner: bool = True) -> None:
-    """The namespace, once an earlier removal of it (still Terminating) is over; ``owner``:
-    labelled as the driver's own (removed with it)."""
-    if _namespace_phase(cluster, name) == "Terminating":
-        namespaces.wait_until_deleted(
-            cluster, name, description=f"namespace {name} of an earlier DRA driver to be deleted")
-    with already_done(409):
-        cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": name, "labels": (
-                                           {OWNER_LABEL: "true"} if owner else {})}})
+    return objects.namespace_phase(cluster, ns) not in (None, "Terminating")
 
 
 def _apply_cluster_object(cluster: Cluster, plural: str, body: dict) -> None:

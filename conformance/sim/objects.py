@@ -4,7 +4,8 @@ KWOK plays no kubelet: a pod it runs goes only when deleted with no grace period
 DaemonSet whose new pod never gets Ready (a fault's crash-looping container) would keep its
 rolling update waiting for ever. The stand-ins (the operator's, the device plugin chart's, the
 DRA driver's and the GPUCluster's) write and remove their DaemonSets through these functions,
-and install the CRDs they play through ``ensure_crd``.
+install the CRDs they play through ``ensure_crd`` and their namespaces through
+``ensure_namespace``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, already_done
 from conformance.cluster.waits import wait_for
 
@@ -93,3 +95,21 @@ def crd_document(chart: str | None, filename: str, builtin: Path) -> dict:
     upstream = Path(chart) / "crds" / filename if chart else None
     source = upstream if upstream is not None and upstream.is_file() else builtin
     return yaml.safe_load(source.read_text())
+
+
+def namespace_phase(cluster: Cluster, name: str) -> str | None:
+    """The namespace's phase (Active, Terminating), None when there is none."""
+    with already_done(404):
+        return cluster.core.read_namespace(name).status.phase
+    return None
+
+
+def ensure_namespace(cluster: Cluster, name: str, labels: dict[str, str] | None = None) -> None:
+    """The namespace, created once an earlier removal of it is over: the API server refuses
+    new objects in a namespace that is still Terminating (a reset right after a removal)."""
+    if namespace_phase(cluster, name) == "Terminating":
+        namespaces.wait_until_deleted(
+            cluster, name, description=f"namespace {name}, removed earlier, to be deleted")
+    with already_done(409):
+        cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
+                                       "metadata": {"name": name, "labels": labels or {}}})

@@ -99,9 +99,7 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
     """Create or update the chart's objects. ``seed``: the config.map the profile installs
     (``write_config``: write it, as ``helm install``/``sim set`` do; the control loop does not,
     so a user's edits to the ConfigMap stay)."""
-    with already_done(409):
-        cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": NAMESPACE}})
+    objects.ensure_namespace(cluster, NAMESPACE)
     for sa in (f"{chart.fullname(RELEASE)}-service-account", f"{RELEASE}-{_NFD}"):
         with already_done(409):
             cluster.core.create_namespaced_service_account(NAMESPACE, {

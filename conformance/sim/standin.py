@@ -15,7 +15,6 @@ reaction to ClusterPolicy and node-label changes and the device plugin's admissi
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import logging
 import re
@@ -24,7 +23,6 @@ from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, already_done, connect
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
@@ -32,7 +30,7 @@ from conformance.common.errors import NotConverged
 from conformance.nvidia import clusterpolicy, driver, operands
 from conformance.nvidia import labels as L
 from conformance.nvidia.clusterpolicy import ClusterPolicy
-from conformance.sim import dra, gfd, gpucluster, objects, plugin_chart
+from conformance.sim import dra, foreign_objects, gfd, gpucluster, objects, plugin_chart
 from conformance.sim.faults import validate as validate_faults
 from conformance.sim.objects import CRASHLOOP_ANNOTATION, STANDIN_LABEL
 from conformance.sim.operator_plan import (
@@ -48,9 +46,6 @@ from conformance.sim.sharing_flow import ConfigSource, applied_for
 
 log = logging.getLogger("gpuconf.standin")
 
-REWRITER_POLICY = "gpuconf-sim-gpu-request-rewriter"
-UNPINNED_NAMESPACE = "ml-team"
-UNPINNED_DEPLOYMENT = "trainer"
 CONFIG_NAMESPACE = "kube-system"
 CONFIG_MAP = "gpuconf-sim-standin"
 SYNC_REQUEST_KEY = "sync-request"  # see wait_for_a_full_pass
@@ -88,7 +83,7 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
     if gpucluster.wanted(profile):  # the operator runs a GPUCluster, not a ClusterPolicy
         _remove_operator(cluster, state, keep_deployment=True)
         plugin_chart.remove(cluster)
-        _ensure_namespace(cluster, state.operator_namespace)
+        objects.ensure_namespace(cluster, state.operator_namespace, {STANDIN_LABEL: "true"})
         _ensure_operator(cluster, state)
         gpucluster.reconcile(cluster, state, chart, progress)
         return
@@ -99,7 +94,7 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
         return
     if operator:
         plugin_chart.remove(cluster)  # a `sim set` from a profile without the operator
-        _ensure_namespace(cluster, state.operator_namespace)
+        objects.ensure_namespace(cluster, state.operator_namespace, {STANDIN_LABEL: "true"})
         _ensure_crd(cluster, chart, progress)
         spec = _ensure_cluster_policy(cluster, state)
         _ensure_operator(cluster, state)
@@ -109,8 +104,8 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
     else:
         _remove_operator(cluster, state)  # a `sim set` from a profile with the operator
         plugin_chart.apply(cluster, seed, crashloop=bool(plan.refused), write_config=True)
-    _ensure_request_rewriter(cluster, state.has("gpu-request-rewriter"))
-    _ensure_unpinned_workload(cluster, state.has("unpinned-gpu-workload"))
+    foreign_objects.ensure_request_rewriter(cluster, state.has("gpu-request-rewriter"))
+    foreign_objects.ensure_unpinned_workload(cluster, state.has("unpinned-gpu-workload"))
 
 
 def _remove_operator(cluster: Cluster, state: SimState, *, keep_deployment: bool = False) -> None:
@@ -185,16 +180,6 @@ def _create_or_replace(create, replace) -> None:
         if exc.status != 409:
             raise
         replace()
-
-
-def _ensure_namespace(cluster: Cluster, name: str) -> None:
-    try:
-        cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
-                                       "metadata": {"name": name,
-                                                    "labels": {STANDIN_LABEL: "true"}}})
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
 
 
 def _ensure_crd(cluster: Cluster, chart: str | None, progress: Progress) -> None:
@@ -441,85 +426,6 @@ def _restart_pods(cluster: Cluster, ns: str, body: dict) -> None:
         except ApiException as exc:
             if exc.status != 404:  # the DaemonSet controller may have been quicker
                 raise
-
-
-_GPU_ASK = "'nvidia.com/gpu' in c.resources.{0}"
-_REWRITABLE = (
-    "has(c.resources) && ((has(c.resources.limits) && " + _GPU_ASK.format("limits")
-    + " && !quantity(string(c.resources.limits['nvidia.com/gpu'])).isInteger()) || "
-    "(has(c.resources.requests) && " + _GPU_ASK.format("requests")
-    + " && !(has(c.resources.limits) && " + _GPU_ASK.format("limits") + ")))")
-
-
-def request_rewriter_policy() -> tuple[dict, dict]:
-    """A MutatingAdmissionPolicy (and its binding) that does what fractional-GPU add-ons do
-    to pods: a fractional or request-only nvidia.com/gpu becomes one whole GPU."""
-    policy = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
-        "metadata": {"name": REWRITER_POLICY, "labels": {STANDIN_LABEL: "true"}},
-        "spec": {
-            "matchConstraints": {"resourceRules": [{
-                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                "resources": ["pods"]}]},
-            "matchConditions": [{"name": "rewritable-gpu-request",
-                                 "expression": f"object.spec.containers.exists(c, {_REWRITABLE})"}],
-            "failurePolicy": "Fail",
-            "reinvocationPolicy": "Never",
-            "mutations": [{"patchType": "ApplyConfiguration", "applyConfiguration": {
-                "expression": (
-                    "Object{spec: Object.spec{containers: object.spec.containers.filter(c, "
-                    f"{_REWRITABLE}).map(c, Object.spec.containers{{name: c.name, resources: "
-                    "Object.spec.containers.resources{limits: {'nvidia.com/gpu': '1'}, "
-                    "requests: {'nvidia.com/gpu': '1'}}})}}")}}],
-        },
-    }
-    binding = {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingAdmissionPolicyBinding",
-        "metadata": {"name": REWRITER_POLICY, "labels": {STANDIN_LABEL: "true"}},
-        "spec": {"policyName": REWRITER_POLICY},
-    }
-    return policy, binding
-
-
-def _ensure_request_rewriter(cluster: Cluster, wanted: bool) -> None:
-    group, version = "admissionregistration.k8s.io", "v1"
-    plurals = {"MutatingAdmissionPolicy": "mutatingadmissionpolicies",
-               "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings"}
-    for body in request_rewriter_policy():
-        plural = plurals[body["kind"]]
-        if wanted:
-            with already_done(409):
-                cluster.custom.create_cluster_custom_object(group, version, plural, body)
-        else:
-            with already_done(404):
-                cluster.custom.delete_cluster_custom_object(group, version, plural,
-                                                            REWRITER_POLICY)
-
-
-def unpinned_workload() -> dict:
-    """A team's training Deployment that asks for a GPU but for no GPU type."""
-    labels = {"app": UNPINNED_DEPLOYMENT, STANDIN_LABEL: "true"}
-    return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": UNPINNED_DEPLOYMENT, "namespace": UNPINNED_NAMESPACE,
-                     "labels": labels},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": UNPINNED_DEPLOYMENT}},
-                 "template": {"metadata": {"labels": labels}, "spec": {
-                     "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
-                     "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
-                                     "resources": {"limits": {L.GPU_RESOURCE: "1"}}}]}}},
-    }
-
-
-def _ensure_unpinned_workload(cluster: Cluster, wanted: bool) -> None:
-    if not wanted:
-        # Gone before the next check lists GPU pods: KWOK pods only go when forced.
-        namespaces.delete_namespace(cluster, UNPINNED_NAMESPACE, wait=True)
-        return
-    _ensure_namespace(cluster, UNPINNED_NAMESPACE)
-    with already_done(409):
-        cluster.apps.create_namespaced_deployment(UNPINNED_NAMESPACE, unpinned_workload())
 
 
 # ---- controller loop -----------------------------------------------------------------------
