@@ -121,12 +121,18 @@ def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, 
                    big: Mapping[str, Any] | None, small: Mapping[str, Any] | None,
                    after_release: Mapping[str, Any] | None,
                    probe_error: str | None = None,
-                   gpu_total_bytes: int | None = None) -> dict[str, Any]:
+                   gpu_total_bytes: int | None = None,
+                   own_share_bytes: int | None = None,
+                   beyond_share: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """What one copy holding most memory did to another copy's allocations.
 
     ``gpu_total_bytes`` is the GPU's memory as NVML reports it: where a copy's CUDA sees a
-    smaller total, the finding says so first (an MPS client with a pinned memory limit may see
-    its limit as the total; the H200's MPS run records whether it does).
+    smaller total, the finding says so first. ``own_share_bytes`` is what the other copy saw
+    free before the holder started: under MPS with a per-client pinned memory limit that is
+    the limit (less the copy's context) while the total stays the GPU's, as the H100 showed;
+    ``beyond_share`` is its attempt 1 GiB past that share, which fails where the limit holds.
+    A request that fails again once the holder is gone failed on the copy's own share, not on
+    the holder: the finding is then inconclusive (isolated None), never "no isolation".
     """
     details: dict[str, Any] = {
         "sharing": mode,
@@ -135,40 +141,71 @@ def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, 
         "holder_fraction_of_free": hog.get("fraction"),
         "total_gib": _gib(hog.get("total_bytes")),
         "holder_error": hog.get("error"),
+        "other_saw_free_alone_gib": _gib(own_share_bytes),
         "other_saw_free_gib": _gib((big or {}).get("free_seen_bytes")),
         "other_requested_gib": _gib((big or {}).get("requested_bytes")),
         "other_allocation": _outcome(big),
         "other_1gib_allocation": _outcome(small),
         "other_allocation_after_holder_exit": _outcome(after_release),
+        "other_beyond_share_requested_gib": _gib((beyond_share or {}).get("requested_bytes")),
+        "other_beyond_share_allocation": _outcome(beyond_share),
         "other_start_error": probe_error,
         "gpu_total_gib": _gib(gpu_total_bytes),
     }
-    who = f"Under {mode}" + _limited_view(hog.get("total_bytes"), gpu_total_bytes)
+    who = (f"Under {mode}" + _limited_view(hog.get("total_bytes"), gpu_total_bytes)
+           + _share_view(mode, own_share_bytes, gpu_total_bytes))
+    held = f"{details['holder_held_gib']} GiB"
+    isolated: bool | None
     if not hog.get("succeeded"):
         finding = (f"{who}, one copy could not take {_pct(hog.get('fraction'))} of free memory "
-                   f"(got {details['holder_held_gib']} GiB: {hog.get('error')}): a per-copy "
-                   "memory limit is in effect")
-        isolated: bool | None = True
+                   f"(got {held}: {hog.get('error')}): a per-copy memory limit is in effect")
+        isolated = True
     elif probe_ready is None:
-        finding = (f"{who}, while one copy held {details['holder_held_gib']} GiB another copy "
-                   f"could not even start: {probe_error}. No memory isolation.")
+        finding = (f"{who}, while one copy held {held} another copy could not even start: "
+                   f"{probe_error}. No memory isolation.")
         isolated = False
+    elif big is not None and not big.get("succeeded") and after_release is not None \
+            and not after_release.get("succeeded"):
+        finding = (f"{who}, another copy's request for {details['other_requested_gib']} GiB "
+                   f"failed while one copy held {held} ({_short(big.get('error'))}) and failed "
+                   f"again after the holder exited: the request is above what that copy may "
+                   f"take on its own, so this run says nothing about isolation.")
+        isolated = None
     elif big is not None and not big.get("succeeded"):
-        finding = (f"{who}, while one copy held {details['holder_held_gib']} GiB of "
-                   f"{details['total_gib']} GiB, another copy's request for "
-                   f"{details['other_requested_gib']} GiB failed ({_short(big.get('error'))}); "
-                   f"it saw {details['other_saw_free_gib']} GiB free, a 1 GiB request "
-                   f"{_outcome(small)}, and after the holder exited the same request "
-                   f"{_outcome(after_release)}. No memory isolation: memory goes to whoever "
-                   "allocates first.")
+        finding = (f"{who}, while one copy held {held} of {details['total_gib']} GiB, another "
+                   f"copy's request for {details['other_requested_gib']} GiB failed "
+                   f"({_short(big.get('error'))}); it saw {details['other_saw_free_gib']} GiB "
+                   f"free, a 1 GiB request {_outcome(small)}, and after the holder exited the "
+                   f"same request {_outcome(after_release)}. No memory isolation: memory goes "
+                   "to whoever allocates first.")
         isolated = False
     else:
         finding = (f"{who}, another copy still got {details['other_requested_gib']} GiB while "
-                   f"one copy held {details['holder_held_gib']} GiB: memory was not exhausted "
-                   "or is partitioned")
+                   f"one copy held {held}: memory was not exhausted or is partitioned"
+                   + _beyond_share_clause(details, beyond_share))
         isolated = True
     return {"experiment": "isolation", "mode": "memory", "requirement": "SHARE-ISO-001",
             "sharing": mode, "finding": finding, "isolated": isolated, "details": details}
+
+
+def _share_view(mode: str, own_share: int | None, gpu_total_bytes: int | None) -> str:
+    """", where a copy on its own sees N GiB free of the GPU's M GiB" for a share's view."""
+    if not own_share or not gpu_total_bytes or own_share >= 0.9 * gpu_total_bytes:
+        return ""
+    why = " (a per-client memory limit)" if mode == "mps" else ""
+    return (f", where a copy on its own sees {_gib(own_share)} GiB free of the GPU's "
+            f"{_gib(gpu_total_bytes)} GiB{why}")
+
+
+def _beyond_share_clause(details: Mapping[str, Any],
+                         beyond_share: Mapping[str, Any] | None) -> str:
+    if beyond_share is None:
+        return ""
+    asked = (f"; its request for {details['other_beyond_share_requested_gib']} GiB, 1 GiB "
+             "beyond its own share, ")
+    if beyond_share.get("succeeded"):
+        return asked + "succeeded: that share is not a limit"
+    return asked + f"failed ({_short(beyond_share.get('error'))}): the limit is enforced"
 
 
 def _limited_view(seen_bytes: int | None, gpu_total_bytes: int | None) -> str:

@@ -1,6 +1,6 @@
 """Isolation between processes sharing one GPU, reported as findings (what happened).
 
-memory: one copy holds most of the free memory; can another copy still allocate?
+memory: one copy holds most of the free memory; can another copy still allocate its share?
 fault: one copy hits an illegal address while another runs a stress kernel; does the
 other keep running, at full speed, with correct results (before / during / after)?
 """
@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from gpu_kernels import analysis, mps, nvml, timing
+from gpu_kernels import analysis, memhog, mps, nvml, timing
 from gpu_kernels.interference import READY_TIMEOUT_S, stress_spec
 from gpu_kernels.procs import Worker, WorkerError, WorkerUnavailable, close_all
 from gpu_kernels.result import EXIT_OK, header
@@ -19,37 +19,37 @@ from gpu_kernels.result import EXIT_OK, header
 
 def memory(mode: str, env: Mapping[str, str] | None, device: int, fraction: float,
            probe_fraction: float) -> dict[str, Any]:
+    """The other copy starts first and sees its own share; then one copy holds ``fraction`` of
+    what it sees free; the other asks for its request, 1 GiB, the request again after the
+    holder let go, and (where its share is smaller than the GPU) 1 GiB beyond its share."""
     gpu_total = nvml.total_memory(device)
-    holder = Worker({"role": "memhog", "fraction": fraction, "device": device}, env)
-    workers = [holder]
+    probe = Worker({"role": "probe", "device": device}, env)
+    workers = [probe]
     try:
+        alone = probe.expect("ready", READY_TIMEOUT_S)
+        holder = Worker({"role": "memhog", "fraction": fraction, "device": device}, env)
+        workers.append(holder)
         held = holder.expect("ready", READY_TIMEOUT_S)
-        probe = Worker({"role": "probe", "device": device}, env)
-        workers.append(probe)
-        try:
-            ready = probe.expect("ready", READY_TIMEOUT_S)
-        except WorkerUnavailable:  # cannot run here: exit 3, not a failed point
-            raise
-        except WorkerError as exc:
-            holder.send("release")
-            return analysis.memory_finding(mode, held, None, None, None, None,
-                                           probe_error=f"{exc} {exc.stderr_tail}".strip(),
-                                           gpu_total_bytes=gpu_total)
-        want = int(ready["total_bytes"] * probe_fraction)
-        probe.send("attempt", bytes=want)
-        big = probe.expect("attempt", 120)
-        probe.send("attempt", bytes=1 << 30)
-        small = probe.expect("attempt", 120)
+        want = memhog.share_request(alone["total_bytes"], alone["free_bytes"], probe_fraction)
+        big = _attempt(probe, want)
+        small = _attempt(probe, 1 << 30)
         holder.send("release")
         holder.expect("result", 120)
         holder.close()
-        probe.send("attempt", bytes=want)
-        after = probe.expect("attempt", 120)
+        after = _attempt(probe, want)
+        beyond = memhog.beyond_share_request(alone["free_bytes"], gpu_total)
+        over = None if beyond is None else _attempt(probe, beyond)
         probe.send("exit")
-        return analysis.memory_finding(mode, held, ready, big, small, after,
-                                       gpu_total_bytes=gpu_total)
+        return analysis.memory_finding(mode, held, alone, big, small, after,
+                                       gpu_total_bytes=gpu_total,
+                                       own_share_bytes=alone["free_bytes"], beyond_share=over)
     finally:
         close_all(workers)
+
+
+def _attempt(probe: Worker, nbytes: int) -> dict[str, Any]:
+    probe.send("attempt", bytes=nbytes)
+    return probe.expect("attempt", 120)
 
 
 def fault(mode: str, env: Mapping[str, str] | None, device: int, victim_kind: str,

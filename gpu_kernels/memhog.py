@@ -8,6 +8,8 @@ from typing import Any
 
 CHUNK = 1 << 30  # 1 GiB per cudaMalloc: a hog takes what it can even when one block would fail
 PATTERN = 0xA5
+OWN_SHARE_MARGIN = 0.9  # of what a copy sees free on its own: its request must fit its own share
+LIMITED_VIEW = 0.9  # a copy that sees less than this of the GPU free on its own has a share
 
 
 @dataclass
@@ -71,3 +73,19 @@ def run(cp: Any, fraction: float, seconds: float) -> dict[str, Any]:
            "total_bytes": total, "free_while_held_bytes": free_during, **held.as_dict()}
     held.release()
     return out
+
+
+def share_request(total: int, free_alone: int, fraction: float) -> int:
+    """What the other copy asks for: ``fraction`` of the GPU, but no more than fits what it saw
+    free on its own. Under MPS with a per-client pinned memory limit a copy sees its limit (less
+    its context) as free; a request above that fails with or without a holder, which says nothing
+    about isolation (the H100's 4-replica MPS run asked 19.79 GiB of a 19.77 GiB view)."""
+    return min(int(total * fraction), int(free_alone * OWN_SHARE_MARGIN))
+
+
+def beyond_share_request(free_alone: int, gpu_total: int | None) -> int | None:
+    """A request 1 GiB beyond a copy's own view, where that view is a share of the GPU (smaller
+    than :data:`LIMITED_VIEW` of it); None where the copy sees the whole GPU."""
+    if gpu_total is None or free_alone >= LIMITED_VIEW * gpu_total:
+        return None
+    return free_alone + (1 << 30)

@@ -22,6 +22,7 @@ FAKES = Path(__file__).resolve().parent / "fakes"
 def fake_env(tmp_path: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"PYTHONPATH": str(FAKES), "FAKE_CUPY_DIR": str(tmp_path),
+                "FAKE_CUPY_TOTAL": str(16 * 2**30),  # the fake NVML's total follows
                 "PATH": f"{FAKES / 'bin'}{os.pathsep}{env.get('PATH', '')}"})
     return env
 
@@ -115,6 +116,18 @@ def test_memory_isolation_finding(fake_env: dict[str, str]) -> None:
     res = cli(fake_env, "isolation", "--mode", "memory")
     assert res["isolated"] is False and "No memory isolation" in res["finding"]
     assert res["details"]["other_allocation_after_holder_exit"] == "succeeded"
+
+
+def test_memory_isolation_under_mps_replica_limits(fake_env: dict[str, str]) -> None:
+    # The H100's 4-replica run: each client sees its pinned limit (less its context) as free;
+    # a request of a quarter of the GPU is above that and must not read as "no isolation".
+    res = cli(fake_env, "isolation", "--mode", "memory", "--mps-replicas", "4")
+    details = res["details"]
+    assert res["sharing"] == "mps" and res["isolated"] is True
+    assert res["mps"]["replica_defaults"]["pinned_mem_limit"] == "4096M"
+    assert details["other_saw_free_alone_gib"] < 4.0 and details["other_allocation"] == "succeeded"
+    assert details["other_beyond_share_allocation"].startswith("failed")
+    assert "per-client memory limit" in res["finding"] and "limit is enforced" in res["finding"]
 
 
 def test_fault_isolation_under_mps_stops_the_daemon(fake_env: dict[str, str]) -> None:

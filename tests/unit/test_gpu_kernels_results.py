@@ -144,6 +144,17 @@ def test_memory_finding_without_isolation() -> None:
     assert all(not isinstance(v, dict | list) for v in found["details"].values())
 
 
+def test_memory_finding_is_inconclusive_when_the_request_fails_without_the_holder() -> None:
+    # measured on the H100 under MPS with 4 replicas: the other copy asked 19.79 GiB of a
+    # 19.77 GiB view; the same request failed with the holder gone too
+    oom = {"succeeded": False, "requested_bytes": int(19.79 * 2**30),
+           "free_seen_bytes": int(19.77 * 2**30), "error": "cudaErrorMemoryAllocation"}
+    found = analysis.memory_finding("mps", HOG, {"free_bytes": 1}, oom, {"succeeded": True},
+                                    oom)
+    assert found["isolated"] is None and "No memory isolation" not in found["finding"]
+    assert "says nothing about isolation" in found["finding"]
+
+
 def test_memory_finding_when_the_holder_is_limited() -> None:
     limited = {**HOG, "succeeded": False, "held_bytes": 70 * 2**30, "error": "OOM"}
     found = analysis.memory_finding("mps", limited, {"free_bytes": 1}, None, None, None)

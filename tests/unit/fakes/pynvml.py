@@ -94,7 +94,8 @@ def nvmlDeviceGetPciInfo(h):
 
 
 def nvmlDeviceGetMemoryInfo(h):
-    return SimpleNamespace(total=150754820096, used=500 * 2**20, free=150754820096 - 500 * 2**20)
+    total = int(os.environ.get("FAKE_CUPY_TOTAL", "150754820096"))  # the fake CuPy's, when set
+    return SimpleNamespace(total=total, used=500 * 2**20, free=total - 500 * 2**20)
 
 
 def nvmlDeviceGetCudaComputeCapability(h):

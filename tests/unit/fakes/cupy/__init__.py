@@ -6,7 +6,9 @@ recurrence) or float64, the GEMV chain, verify.py's compare, checksum and bit fl
 bad store (the next synchronisation raises an illegal-address error). A file lock held
 during each launch serialises launches across processes, as time-slicing does on a GPU.
 Device memory is accounted across processes in FAKE_CUPY_DIR (FAKE_CUPY_TOTAL bytes).
-FAKE_CUPY_DEVICES=N shows N devices (distinct UUIDs and PCI bus ids).
+FAKE_CUPY_DEVICES=N shows N devices (distinct UUIDs and PCI bus ids). Under the fake MPS
+daemon (CUDA_MPS_PIPE_DIRECTORY) a default pinned memory limit caps each process as the H100
+showed: its free memory is the limit less its context, and allocations beyond that fail.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ _KERNEL_S = float(os.environ.get("FAKE_CUPY_KERNEL_S", "0.002"))
 _DEVICES = int(os.environ.get("FAKE_CUPY_DEVICES", "1"))
 _state = {"faulted": False, "used": 0, "device": 0}
 _memories: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_MPS_CONTEXT = 144 * 2**20  # a client's view on the H100: 20389 MiB limit, 19.77 GiB free
 
 
 class CUDARuntimeError(RuntimeError):
@@ -88,9 +91,26 @@ def _used_by_all() -> int:
     return total
 
 
+def _mps_room() -> int | None:
+    """What the fake MPS daemon's pinned memory limit leaves this process, or None."""
+    pipe = os.environ.get("CUDA_MPS_PIPE_DIRECTORY")
+    try:
+        with open(os.path.join(pipe or "", "fake_pinned_mem_limit")) as f:
+            limit = int(f.read())
+    except (OSError, ValueError):
+        return None
+    return max(0, limit - _MPS_CONTEXT - _state["used"])
+
+
+def _free() -> int:
+    free = _TOTAL - _used_by_all()
+    room = _mps_room()
+    return free if room is None else min(free, room)
+
+
 class Memory:
     def __init__(self, size: int) -> None:
-        free = _TOTAL - _used_by_all()
+        free = _free()
         if size > free:
             raise OutOfMemoryError(f"Out of memory allocating {size:,} bytes")
         self.size, self.ptr, self.pattern = size, id(self), 0
@@ -121,7 +141,7 @@ def _memset(ptr: int, value: int, size: int) -> None:
 
 
 def _mem_get_info() -> tuple[int, int]:
-    return _TOTAL - _used_by_all(), _TOTAL
+    return _free(), _TOTAL
 
 
 class Device:
