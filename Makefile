@@ -3,7 +3,18 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup run test lint unit integration browser bench clean
+.PHONY: setup run test test-fast collected-ids lint unit integration browser bench clean
+
+# The project's tests wait on clusters more than they compute: on the 2-core machine four
+# xdist workers (each with its own sim) keep both cores busy. loadgroup keeps the tests that
+# share one host-wide thing on one worker (the real node; the default sims of `gpuconf run`).
+WORKERS ?= 4
+XDIST   := -n $(WORKERS) --dist loadgroup
+# The fast lane: every unit test, one sim end to end, one fault caught, one least-privilege run.
+FAST_LANE := tests/unit \
+  tests/integration/test_run.py::test_run_defaults_to_the_sim_and_writes_results \
+  "tests/integration/test_fault_matrix.py::test_fault_fails_the_right_requirements[toolkit-absent]" \
+  tests/integration/test_least_privilege.py::test_whole_suite_runs_as_the_service_account_without_403
 
 setup: $(BIN)/gpuconf  ## venv + package + control-plane and real-node binaries (Go, cached in ~/.cache)
 	bash ci/build-controlplane.sh
@@ -29,16 +40,22 @@ lint:  ## ruff and the import-layer contract (pyproject.toml [tool.importlinter]
 	$(BIN)/lint-imports
 
 unit:
-	$(BIN)/pytest tests/unit -q
+	$(BIN)/pytest tests/unit -q $(XDIST)
 
 integration:
-	$(BIN)/pytest tests/integration -q
+	$(BIN)/pytest tests/integration -q $(XDIST)
 
 browser:
 	$(BIN)/pytest tests/browser -q
 
-test: lint  ## lint, unit, browser and integration tests (needs `make setup`)
-	$(BIN)/pytest tests -q --durations=15
+test: lint  ## lint, unit, browser, integration and node tests (needs `make setup`)
+	$(BIN)/pytest tests -q $(XDIST) --durations=15
+
+test-fast: lint  ## while iterating: unit tests, one sim end to end, one fault, one least-privilege run
+	$(BIN)/pytest -q $(XDIST) $(FAST_LANE)
+
+collected-ids:  ## the list of test IDs tests/unit/test_collected_ids.py holds the suite to
+	$(BIN)/pytest --collect-only -q -p no:xdist tests | grep '::' | sort > tests/collected-ids.txt
 
 bench:  ## scale benchmark: the stack and scheduling suites against 500 GPU nodes
 	$(BIN)/python ci/bench_scale.py

@@ -62,10 +62,10 @@ def test_unknown_target_exits_2():
 
 
 def test_unknown_profile_lists_the_valid_ones():
-    before = _clusters()
     proc = gpuconf("sim", "up", "--name", "itest-bad", "--profile", "nope")
     assert_usage_error(proc, "nope", "healthy", "time-slicing")
-    assert _clusters() == before
+    # nothing made (other xdist workers' sims may come and go meanwhile: look for this one)
+    assert "itest-bad" not in _clusters()
 
 
 def test_unknown_fault_lists_the_valid_ones():
@@ -104,14 +104,13 @@ def test_unwritable_results_folder(tmp_path):
 
 
 def test_port_already_in_use():
-    before = _clusters()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
         port = s.getsockname()[1]
         proc = gpuconf("sim", "up", "--name", "itest-port", "--port", str(port))
     assert_usage_error(proc, f"port {port}", "in use")
-    assert _clusters() == before
+    assert "itest-port" not in _clusters()
 
 
 def test_missing_go_toolchain(tmp_path):

@@ -62,6 +62,7 @@ def test_existing_operator_is_left_alone(sim):
                                              progress=quiet) is None
 
 
+@pytest.mark.xdist_group("run-sims")  # its runs start run-<id> sims: see test_run.py
 def test_matrix_runs_keep_combinations_apart(tmp_path):
     """Two values sets of the real chart on the sim: two runs, results and report apart."""
     import json

@@ -16,8 +16,11 @@ from conformance.build import binaries
 from conformance.common.console import quiet
 from conformance.sim.controlplane import clusters_dir
 
-pytestmark = pytest.mark.skipif(bool(binaries.locate().missing()),
-                                reason="control-plane binaries not built: run `make setup`")
+# `gpuconf run` without a kubeconfig starts a sim of its own (run-<id>); these tests look for
+# what such runs leave, so under xdist they share one worker with the matrix run (loadgroup)
+pytestmark = [pytest.mark.skipif(bool(binaries.locate().missing()),
+                                 reason="control-plane binaries not built: run `make setup`"),
+              pytest.mark.xdist_group("run-sims")]
 
 
 def _env(tmp_path) -> dict:

@@ -27,12 +27,20 @@ LAST = ("test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_sho
         "test_down_leaves_nothing_behind")
 
 
+def _is_node_test(item) -> bool:
+    return "tests/node" in str(item.fspath).replace(os.sep, "/")
+
+
 def pytest_collection_modifyitems(items):
+    # One real node per host: under xdist every node test goes to one worker (loadgroup),
+    # and the node tests come first, so their long group does not start last and end late.
     for item in items:
-        if "tests/node" in str(item.fspath).replace(os.sep, "/"):
+        if _is_node_test(item):
             item.add_marker(pytest.mark.integration)
-    # stable: the rest keep their order
-    items.sort(key=lambda item: LAST.index(item.name) + 1 if item.name in LAST else 0)
+            item.add_marker(pytest.mark.xdist_group("real-node"))
+    # stable: the rest keep their order; LAST in that order at the end of the node tests
+    items.sort(key=lambda item: (not _is_node_test(item),
+                                 LAST.index(item.name) + 1 if item.name in LAST else 0))
 
 
 def node_preconditions() -> tuple[str, str | None]:
