@@ -14,7 +14,7 @@ from conformance.cluster.locks import held
 from conformance.common.vocab import NOT_APPLICABLE_PREFIX, TARGETS
 from conformance.nvidia.clusterpolicy import ClusterPolicy
 from conformance.nvidia.labels import DEPLOY_PREFIX, OPERATOR_SELECTOR
-from conformance.plugin.api import not_applicable
+from conformance.plugin.api import not_applicable, with_real_gpus
 from conformance.plugin.recorder import Recorder
 from conformance.run.targets import Env
 
@@ -192,3 +192,10 @@ def require_gpu_nodes(gpu_nodes: list[GpuNode]) -> list[GpuNode]:
     assert gpu_nodes, ("no GPU node: no node advertises an NVIDIA GPU resource or carries GFD, "
                        "NFD (pci-10de) or GPU Operator labels")
     return gpu_nodes
+
+
+@pytest.fixture
+def real_gpu_nodes(require_gpu_nodes: list[GpuNode], gpu_env: Env) -> list[GpuNode]:
+    """GPU nodes whose GPUs a pod can open: all but the simulated ones (KWOK,
+    fake-gpu-operator: ``conformance.checks.simulated``); not run when every one is."""
+    return with_real_gpus(require_gpu_nodes, gpu_env.simulated)

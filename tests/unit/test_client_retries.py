@@ -22,7 +22,10 @@ VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.3", "gitCommit": ""
            "compiler": "gc", "platform": "linux/amd64"}
 
 
-def _serve(statuses: list[int]):
+def _serve(statuses: list[int], body_200: bytes | None = None,
+           content_type: str = "application/json"):
+    """A loopback server answering every GET with the next of ``statuses``; a 200 with
+    ``body_200`` (the version document when None)."""
     seen: list[int] = []
 
     class Handler(BaseHTTPRequestHandler):
@@ -31,10 +34,12 @@ def _serve(statuses: list[int]):
             seen.append(status)
             body = json.dumps(VERSION if status == 200
                               else {"kind": "Status", "code": status}).encode()
+            if status == 200 and body_200 is not None:
+                body = body_200
             self.send_response(status)
             if status == 429:
                 self.send_header("Retry-After", "0")
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -59,9 +64,10 @@ def _kubeconfig(tmp_path, port: int):
 
 
 @contextlib.contextmanager
-def scripted_cluster(tmp_path, statuses: list[int]):
+def scripted_cluster(tmp_path, statuses: list[int], body_200: bytes | None = None,
+                     content_type: str = "application/json"):
     """A connected client and the statuses its requests were answered with, in order."""
-    server, seen = _serve(statuses)
+    server, seen = _serve(statuses, body_200, content_type)
     try:
         yield connect(_kubeconfig(tmp_path, server.server_port)), seen
     finally:
