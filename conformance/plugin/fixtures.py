@@ -94,7 +94,7 @@ def _requirement_gate(request: pytest.FixtureRequest) -> None:
     allowed = target_marker.args if target_marker else (req.targets if req else TARGETS)
     if env.target not in allowed:
         if needs_gpu and env.target == "sim":
-            pytest.skip("needs real GPUs: the sim simulates nodes and pods, not devices")
+            pytest.skip(f"needs real GPUs: {env.gpu_source}")  # what the sim's nodes show
         pytest.skip(f"not-applicable: checked on {', '.join(allowed)}, not on {env.target}")
     device_nodes = request.node.get_closest_marker("device_nodes") is not None
     if (needs_gpu and env.target != "local" and not env.real_gpus
