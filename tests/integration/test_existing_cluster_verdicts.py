@@ -7,7 +7,7 @@ serve (issue 32, point 1).
 
 from __future__ import annotations
 
-from tests.integration.conftest import disguised_as_real, run_suites, verdicts
+from tests.helpers import disguised_as_real, run_suites, verdicts
 
 RUN_TIMEOUT_S = 900  # every suite, on a shared 2-core machine
 

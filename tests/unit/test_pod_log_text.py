@@ -18,7 +18,7 @@ from kubernetes import client
 from conformance.checks import smi
 from conformance.cluster import evidence
 from conformance.cluster.workloads import WorkloadResult
-from tests.unit.test_client_retries import scripted_cluster
+from tests.unit.loopback_api import scripted_cluster
 
 KERNEL_LOG = '{"kind": "membw", "ok": true, "gbps": 3061.25, "verdict": null}\n'
 
