@@ -94,3 +94,16 @@ def test_smi_output_is_read_only_with_its_closing_line():
     assert not smi.printed(smi.SMI_SCRIPT, "")
     assert smi.printed(smi.DEVICE_NODES_SCRIPT, "null\nnvidia0\n")
     assert not smi.printed(smi.DEVICE_NODES_SCRIPT, "  \n")
+
+
+def test_every_log_read_goes_through_the_raw_text_reader():
+    """A new ``read_namespaced_pod_log`` call elsewhere would bring the repr back on old
+    clients: the project's code reads logs through ``conformance.cluster.logs`` only."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    reader = root / "conformance" / "cluster" / "logs.py"
+    callers = [str(p.relative_to(root)) for folder in ("conformance", "tests/node", "ci", "deploy")
+               for p in (root / folder).rglob("*.py")
+               if p != reader and ".read_namespaced_pod_log(" in p.read_text()]
+    assert callers == []
