@@ -6,6 +6,7 @@ Test modules import these from here, never from a conftest or from another test 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -65,3 +66,26 @@ def assert_fails_exactly(fault: str, code: int, doc: dict, out: str, must_fail: 
     bare = sorted(i for i in must_fail if not rows[i]["evidence"])
     assert not bare, f"{fault}: failing checks attached no evidence: {bare}"
     assert leftover_namespaces(cluster) == [], "failing checks left test namespaces behind"
+
+
+@contextlib.contextmanager
+def disguised_as_real(cluster):
+    """The sim's GPU nodes without the marks that tell KWOK nodes apart (its annotation, its
+    kubelet version): a real cluster whose kubelets cannot serve logs, as the suite sees it
+    (pods run and end, their logs answer 500). Restored afterwards; yields the node names."""
+    from conformance.checks.simulated import KWOK_ANNOTATION
+    from conformance.cluster.views import list_gpu_nodes
+
+    names = [n.name for n in list_gpu_nodes(cluster)]
+    versions = {n: cluster.core.read_node(n).status.node_info.kubelet_version for n in names}
+    try:
+        for name in names:
+            cluster.core.patch_node(name, {"metadata": {"annotations": {KWOK_ANNOTATION: None}}})
+            cluster.core.patch_node_status(
+                name, {"status": {"nodeInfo": {"kubeletVersion": "v1.36.3"}}})
+        yield names
+    finally:
+        for name in names:
+            cluster.core.patch_node(name, {"metadata": {"annotations": {KWOK_ANNOTATION: "fake"}}})
+            cluster.core.patch_node_status(
+                name, {"status": {"nodeInfo": {"kubeletVersion": versions[name]}}})

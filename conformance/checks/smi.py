@@ -23,6 +23,14 @@ def device_nodes(output: str) -> list[str]:
     return [f"nvidia{m}" for m in _DEVICE_NODE.findall(output)]
 
 
+def printed(script: str, output: str) -> bool:
+    """Whether ``output`` holds what ``script`` always prints, so it is the script's result:
+    SMI_SCRIPT's NVIDIA_VISIBLE_DEVICES line, any entry of DEVICE_NODES_SCRIPT's ``/dev``."""
+    if script == SMI_SCRIPT:
+        return visible_devices(output) is not None
+    return bool(output.strip())
+
+
 def gpu_uuids(output: str) -> list[str]:
     return [m.group(3) for m in _GPU_LINE.finditer(output)]
 

@@ -11,6 +11,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.client import Cluster
+from conformance.cluster.logs import read_pod_log
 from conformance.common.redact import redact_object, redact_text
 
 MAX_EVENTS = 50
@@ -60,14 +61,20 @@ def events_text(cluster: Cluster, namespace: str | None = None,
     return redact_text("\n".join(lines) or "(no events)")
 
 
+def pod_log_text(cluster: Cluster, namespace: str, pod: str,
+                 container: str | None = None) -> str:
+    """The end of a pod's log, redacted; ``ApiException`` when it cannot be read."""
+    return redact_text(read_pod_log(cluster.logs, pod, namespace, container=container,
+                                    tail_lines=LOG_TAIL_LINES))
+
+
 def pod_logs(cluster: Cluster, namespace: str, pod: str, container: str | None = None) -> str:
     try:
-        text = cluster.logs.read_namespaced_pod_log(pod, namespace, container=container,
-                                                    tail_lines=LOG_TAIL_LINES)
+        text = pod_log_text(cluster, namespace, pod, container)
     except ApiException as exc:
         # KWOK pods have no kubelet to serve logs; say so rather than fail the dump.
         return f"(logs unavailable: {exc.status} {exc.reason})"
-    return redact_text(text or "(empty log)")
+    return text or "(empty log)"
 
 
 def namespace_dump(cluster: Cluster, namespace: str) -> list[Evidence]:

@@ -9,6 +9,8 @@ import json
 import time
 from dataclasses import dataclass
 
+from kubernetes.client.exceptions import ApiException
+
 from conformance.cluster import pods
 from conformance.cluster.client import Cluster
 from conformance.cluster.pods import PodSpec
@@ -31,6 +33,8 @@ class WorkloadResult:
     phase: str
     logs: str
     diagnosis: str | None = None
+    # why the log could not be read (the kubelet did not serve it); None when it was read
+    log_error: str | None = None
 
     def json_lines(self) -> list[dict]:
         """Every line of the log that parses as a JSON object, in order."""
@@ -48,6 +52,24 @@ class WorkloadResult:
         """The last line of the log that parses as a JSON object."""
         found = self.json_lines()
         return found[-1] if found else None
+
+    def unread(self, result_found: bool) -> str | None:
+        """Why this pod's result could not be read, or None when it was read or the pod has a
+        diagnosis of its own (never started, OOM-killed, exited non-zero: those are findings).
+
+        A log the kubelet did not serve, or a pod that Succeeded without the result line its
+        command always prints (``result_found`` False: no line, or one that does not parse),
+        says nothing about the GPU stack: the check was not run, it did not fail.
+        """
+        if self.diagnosis is not None:
+            return None
+        where = f"could not read the result of pod {self.pod} on node {self.node}"
+        if self.log_error is not None:
+            return f"{where}: {self.log_error}"
+        if not result_found and self.phase == "Succeeded":
+            return (f"{where}: it Succeeded without a result line that parses; its log: "
+                    f"{self.logs.strip()[-300:] or '(empty)'}")
+        return None
 
 
 def run(cluster: Cluster, namespace: str, spec: PodSpec, run_id: str, *,
@@ -75,8 +97,9 @@ def wait(cluster: Cluster, namespace: str, name: str, *,
         statuses = pod.status.container_statuses or []
         announcer.tick(f"{phase} on node {pod.spec.node_name or '(not scheduled)'}")
         if phase in ("Succeeded", "Failed"):
-            return WorkloadResult(name, pod.spec.node_name, phase, _logs(cluster, namespace, name),
-                                  _terminated_diagnosis(statuses, pod))
+            logs, log_error = _logs(cluster, namespace, name)
+            return WorkloadResult(name, pod.spec.node_name, phase, logs,
+                                  _terminated_diagnosis(statuses, pod), log_error)
         waiting = [s.state.waiting.reason for s in statuses if s.state and s.state.waiting]
         stuck = [r for r in waiting if r in _STUCK_REASONS]
         now = time.monotonic()
@@ -85,7 +108,7 @@ def wait(cluster: Cluster, namespace: str, name: str, *,
             return WorkloadResult(name, pod.spec.node_name, phase or "Pending", "",
                                   f"pod never started: {detail}")
         if now > deadline:
-            logs = _logs(cluster, namespace, name)
+            logs, _error = _logs(cluster, namespace, name)
             return WorkloadResult(name, pod.spec.node_name, phase, logs,
                                   f"still {phase} on node {pod.spec.node_name} after "
                                   f"{timeout:.0f}s" + ("" if logs.strip() else
@@ -93,10 +116,14 @@ def wait(cluster: Cluster, namespace: str, name: str, *,
         time.sleep(1.0)
 
 
-def _logs(cluster: Cluster, namespace: str, name: str) -> str:
-    from conformance.cluster.evidence import pod_logs
+def _logs(cluster: Cluster, namespace: str, name: str) -> tuple[str, str | None]:
+    """(the end of the pod's log, None), or ("", why it could not be read)."""
+    from conformance.cluster import evidence
 
-    return pod_logs(cluster, namespace, name)
+    try:
+        return evidence.pod_log_text(cluster, namespace, name), None
+    except ApiException as exc:
+        return "", f"logs unavailable: {exc.status} {exc.reason}"
 
 
 def _terminated_diagnosis(statuses, pod) -> str | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from conformance.cluster.logs import read_pod_log
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged
 from conformance.node.configs import RUNTIME_CLASS
@@ -200,7 +201,7 @@ def last_error_logged(c: client.ApiClient, namespace: str, container: str,
         if container not in {ct.name for ct in pod.spec.containers}:
             continue
         try:
-            log = core.read_namespaced_pod_log(pod.metadata.name, namespace,
+            log = read_pod_log(core, pod.metadata.name, namespace,
                                                container=container, tail_lines=tail)
         except ApiException:
             continue

@@ -24,6 +24,7 @@ import yaml
 from kubernetes import client
 
 from conformance.build import binaries
+from conformance.cluster.logs import read_pod_log
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.node import chart as chartmod
@@ -262,7 +263,7 @@ def validator_progress(c: client.ApiClient) -> str:
         if st.state and st.state.terminated and st.state.terminated.exit_code == 0:
             continue
         try:
-            tail = core.read_namespaced_pod_log(pod.metadata.name, NAMESPACE,
+            tail = read_pod_log(core, pod.metadata.name, NAMESPACE,
                                                 container=st.name, tail_lines=1).strip()
         except client.ApiException:
             tail = ""

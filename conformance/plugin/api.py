@@ -7,9 +7,12 @@ results through pytest-xdist too.
 from __future__ import annotations
 
 import json
+from typing import NoReturn
 
 import pytest
 
+from conformance.checks import simulated
+from conformance.cluster.workloads import WorkloadResult
 from conformance.common.vocab import NOT_APPLICABLE_PREFIX
 from conformance.nvidia.clusterpolicy import ClusterPolicy
 from conformance.nvidia.operands import Operand
@@ -27,6 +30,29 @@ def finding(request: pytest.FixtureRequest, text: str) -> None:
 def not_applicable(reason: str) -> None:
     """End the check as not-applicable: what it checks does not exist here (not a failure)."""
     pytest.skip(f"{NOT_APPLICABLE_PREFIX} {reason}")
+
+
+def not_run(reason: str) -> NoReturn:
+    """End the check unjudged: it applies here, but what it needs could not be had (a result
+    the suite could not read, GPUs no pod can open). Verdict ``skip``, never a finding."""
+    pytest.skip(reason)
+
+
+def require_result(result: WorkloadResult, found: bool) -> None:
+    """Not run when a workload's result could not be read (``found``: whether its log holds
+    the result its command always prints; see ``WorkloadResult.unread``)."""
+    why = result.unread(found)
+    if why:
+        not_run(why)
+
+
+def with_real_gpus(nodes: list, simulated_nodes: dict[str, str]) -> list:
+    """``nodes`` less the simulated ones (``Env.simulated``); not run when none is left."""
+    real = [n for n in nodes if n.name not in simulated_nodes]
+    if nodes and not real:
+        not_run("needs real GPUs: " + simulated.summary(simulated_nodes,
+                                                        [n.name for n in nodes]))
+    return real
 
 
 def not_applicable_if_switched_off(policy: ClusterPolicy | None, op: Operand,

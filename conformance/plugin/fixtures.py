@@ -14,7 +14,7 @@ from conformance.cluster.locks import held
 from conformance.common.vocab import NOT_APPLICABLE_PREFIX, TARGETS
 from conformance.nvidia.clusterpolicy import ClusterPolicy
 from conformance.nvidia.labels import DEPLOY_PREFIX, OPERATOR_SELECTOR
-from conformance.plugin.api import not_applicable
+from conformance.plugin.api import not_applicable, with_real_gpus
 from conformance.plugin.recorder import Recorder
 from conformance.run.targets import Env
 
@@ -94,7 +94,7 @@ def _requirement_gate(request: pytest.FixtureRequest) -> None:
     allowed = target_marker.args if target_marker else (req.targets if req else TARGETS)
     if env.target not in allowed:
         if needs_gpu and env.target == "sim":
-            pytest.skip("needs real GPUs: the sim simulates nodes and pods, not devices")
+            pytest.skip(f"needs real GPUs: {env.gpu_source}")  # what the sim's nodes show
         pytest.skip(f"not-applicable: checked on {', '.join(allowed)}, not on {env.target}")
     device_nodes = request.node.get_closest_marker("device_nodes") is not None
     if (needs_gpu and env.target != "local" and not env.real_gpus
@@ -192,3 +192,10 @@ def require_gpu_nodes(gpu_nodes: list[GpuNode]) -> list[GpuNode]:
     assert gpu_nodes, ("no GPU node: no node advertises an NVIDIA GPU resource or carries GFD, "
                        "NFD (pci-10de) or GPU Operator labels")
     return gpu_nodes
+
+
+@pytest.fixture
+def real_gpu_nodes(require_gpu_nodes: list[GpuNode], gpu_env: Env) -> list[GpuNode]:
+    """GPU nodes whose GPUs a pod can open: all but the simulated ones (KWOK,
+    fake-gpu-operator: ``conformance.checks.simulated``); not run when every one is."""
+    return with_real_gpus(require_gpu_nodes, gpu_env.simulated)

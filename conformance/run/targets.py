@@ -11,9 +11,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from kubernetes.client.exceptions import ApiException
+
+from conformance.checks import simulated as sim_rule
+from conformance.checks.gpu_nodes import gpu_nodes
 from conformance.cluster.client import Cluster, check_reachable, connect
 from conformance.common.console import say
 from conformance.common.errors import UsageError
@@ -35,6 +39,9 @@ class Env:
     # where the GPUs come from when they are not devices a pod can open (the reason checks that
     # need real GPUs give when they skip); "" for real GPUs
     gpu_source: str = ""
+    # node name -> why its GPUs are simulated (KWOK, fake-gpu-operator: checks.simulated):
+    # checks that need real GPUs leave these nodes out
+    simulated: dict[str, str] = field(default_factory=dict)
 
     @property
     def real_gpus(self) -> bool:
@@ -87,11 +94,27 @@ def resolve(options: Options, run_id: str) -> Env:
     env.options = options.replace(kubeconfig=kubeconfig)
     env.cluster = connect(kubeconfig, options.context)
     env.server_version = check_reachable(env.cluster)
+    try:
+        nodes = env.cluster.core.list_node().items
+    except ApiException:  # no right to list nodes: the checks that read them say so
+        nodes = []
+    env.simulated = sim_rule.simulated_nodes(nodes)
     if target == "node":
         env.gpu_source = mock_gpu_source(env.cluster)
-    elif target == "sim":
-        env.gpu_source = "the sim simulates nodes and pods, not devices"
+    else:
+        env.gpu_source = simulated_gpu_source(env.simulated, nodes)
+        if target == "sim":
+            env.gpu_source = env.gpu_source or "the sim simulates nodes and pods, not devices"
     return env
+
+
+def simulated_gpu_source(simulated: dict[str, str], nodes) -> str:
+    """Why no pod can open a GPU here when every GPU node is simulated; "" otherwise (a
+    cluster with real GPU nodes too runs the real-GPU checks on those)."""
+    names = [n.name for n in gpu_nodes(nodes)]
+    if names and all(n in simulated for n in names):
+        return sim_rule.summary(simulated, names)
+    return ""
 
 
 def mock_gpu_source(cluster: Cluster) -> str:

@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client
 
 from conformance.build import binaries
+from conformance.cluster.logs import read_pod_log
 from conformance.common.errors import NotConverged, UsageError
 from conformance.node import chart as chartmod
 from conformance.node import lifecycle
@@ -51,7 +52,7 @@ def _run_pod(api, name: str, script: str, gpus: int | None) -> str:
         if phase in ("Succeeded", "Failed"):
             break
         time.sleep(0.5)
-    log = core.read_namespaced_pod_log(name, "default")  # through the API server -> kubelet
+    log = read_pod_log(core, name, "default")  # through the API server -> kubelet
     core.delete_namespaced_pod(name, "default", grace_period_seconds=0)
     assert phase == "Succeeded", f"pod {name} ended {phase}: {log}"
     return log
@@ -172,7 +173,7 @@ def _mps_daemon_log(api) -> str:
             if p.metadata.name.rsplit("-", 1)[0] == MPS_DAEMON]
     for pod in pods:
         try:
-            return core.read_namespaced_pod_log(pod.metadata.name, chartmod.NAMESPACE,
+            return read_pod_log(core, pod.metadata.name, chartmod.NAMESPACE,
                                                 container="mps-control-daemon-ctr",
                                                 tail_lines=200)
         except client.ApiException:

@@ -7,65 +7,11 @@ restart the real API server mid-run for that).
 
 from __future__ import annotations
 
-import contextlib
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
 import pytest
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.client import connect
-
-VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.3", "gitCommit": "",
-           "gitTreeState": "clean", "buildDate": "2026-12-02T00:00:00Z", "goVersion": "go1.26",
-           "compiler": "gc", "platform": "linux/amd64"}
-
-
-def _serve(statuses: list[int]):
-    seen: list[int] = []
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            status = statuses[min(len(seen), len(statuses) - 1)]
-            seen.append(status)
-            body = json.dumps(VERSION if status == 200
-                              else {"kind": "Status", "code": status}).encode()
-            self.send_response(status)
-            if status == 429:
-                self.send_header("Retry-After", "0")
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    server = HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, seen
-
-
-def _kubeconfig(tmp_path, port: int):
-    path = tmp_path / "kubeconfig"
-    path.write_text(json.dumps({
-        "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
-        "users": [{"name": "u", "user": {"token": "t"}}],
-        "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
-        "current-context": "x"}))
-    return str(path)
-
-
-@contextlib.contextmanager
-def scripted_cluster(tmp_path, statuses: list[int]):
-    """A connected client and the statuses its requests were answered with, in order."""
-    server, seen = _serve(statuses)
-    try:
-        yield connect(_kubeconfig(tmp_path, server.server_port)), seen
-    finally:
-        server.shutdown()
+from tests.unit.loopback_api import kubeconfig, scripted_cluster
 
 
 @pytest.mark.parametrize("transient", [429, 500, 503])
@@ -109,7 +55,7 @@ def test_reachability_probe_gives_up_in_seconds(tmp_path):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    cluster = connect(_kubeconfig(tmp_path, port))
+    cluster = connect(kubeconfig(tmp_path, port))
     t0 = time.monotonic()
     with pytest.raises(UsageError, match="unreachable"):
         check_reachable(cluster)

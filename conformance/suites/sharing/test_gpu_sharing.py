@@ -22,7 +22,7 @@ import pytest
 
 from conformance.cluster import evidence as ev
 from conformance.cluster import kernel_pods
-from conformance.plugin.api import finding, record_measurement
+from conformance.plugin.api import finding, record_measurement, require_result
 from conformance.run import local_gpu
 
 EXPERIMENT_TIMEOUT_S = 600.0
@@ -38,6 +38,7 @@ def _experiment(request, gpu_env, args: list[str]) -> dict:
     r = kernel_pods.run(gpu_env.require_cluster(), namespace, gpu_env.run_id, args,
                         image=gpu_env.options.workload_image)
     doc = r.json_line()
+    require_result(r, doc is not None)
     assert doc is not None, f"experiment pod {r.pod}: {r.diagnosis or r.phase}\n{r.logs[-800:]}"
     return doc
 

@@ -25,7 +25,7 @@ from conformance.checks import accelerator_metrics as am
 from conformance.cluster import evidence as ev
 from conformance.nvidia import labels as L
 from conformance.nvidia import operands
-from conformance.plugin.api import not_applicable, not_applicable_if_switched_off
+from conformance.plugin.api import not_applicable, not_applicable_if_switched_off, not_run
 
 SERVICE = "nvidia-dcgm-exporter"
 PORT = "gpu-metrics"
@@ -52,6 +52,9 @@ def scrape(cluster, ns: str, gpu_stack) -> str:
     ClusterPolicy switches it off, as STACK-OPD-* treat a switched-off operand)."""
     if gpu_stack.operator_installed:
         not_applicable_if_switched_off(gpu_stack.policy, EXPORTER, "read metrics from")
+    nobody = _nothing_behind(cluster, ns)
+    if nobody:
+        not_run(nobody)
     try:
         return cluster.core.connect_get_namespaced_service_proxy_with_path(
             f"{SERVICE}:{PORT}", ns, "metrics")
@@ -61,6 +64,21 @@ def scrape(cluster, ns: str, gpu_stack) -> str:
                            f"{ns}/{SERVICE} Service (the stack is {gpu_stack.shape})")
         pytest.fail(f"cannot read {ns}/{SERVICE}:{PORT}/metrics through the API server: "
                     f"{exc.status} {exc.reason}")
+
+
+def _nothing_behind(cluster, ns: str) -> str | None:
+    """Why the Service has no exporter to answer (no ready endpoint), or None. Its metrics
+    cannot be read then, which says nothing of the GPUs: the checks are not run (whether the
+    exporter's pods run is STACK-OPD-*'s verdict), rather than failing on the proxy's 503."""
+    try:
+        endpoints = cluster.core.read_namespaced_endpoints(SERVICE, ns)
+    except ApiException:
+        return None  # no Service (404) or no right to read it: the proxy call says which
+    ready = [a for s in endpoints.subsets or [] for a in s.addresses or []]
+    if ready:
+        return None
+    return (f"could not read the metrics of {ns}/{SERVICE}: the Service has no ready endpoint "
+            "(no exporter pod serves behind it)")
 
 
 @pytest.mark.requirement("STACK-DCGM-002")

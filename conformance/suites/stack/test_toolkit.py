@@ -19,6 +19,7 @@ from conformance.checks import smi, taints
 from conformance.cluster import evidence as ev
 from conformance.cluster import workloads
 from conformance.cluster.pods import PodSpec
+from conformance.plugin.api import require_result
 
 
 def _node(require_gpu_nodes, evidence=None) -> str:
@@ -49,29 +50,31 @@ def _probe(gpu_env) -> tuple[str, str, Callable[[str], list[str]]]:
 
 @pytest.mark.requirement("STACK-TK-002")
 @pytest.mark.device_nodes
-def test_one_gpu_pod_sees_one_gpu(cluster, namespace, gpu_env, require_gpu_nodes, evidence):
+def test_one_gpu_pod_sees_one_gpu(cluster, namespace, gpu_env, real_gpu_nodes, evidence):
     image, script, seen_in = _probe(gpu_env)
     spec = PodSpec("tk-one", gpus=1, image=image,
-                   node_selector={"kubernetes.io/hostname": _node(require_gpu_nodes, evidence)},
+                   node_selector={"kubernetes.io/hostname": _node(real_gpu_nodes, evidence)},
                    command=["sh", "-c", script])
     r = workloads.run(cluster, namespace, spec, gpu_env.run_id,
                       timeout=workloads.QUICK_RUN_TIMEOUT_S)
     assert r.diagnosis is None, f"{r.pod}: {r.diagnosis}"
+    require_result(r, smi.printed(script, r.logs))
     seen = seen_in(r.logs)
     assert len(seen) == 1, f"a one-GPU pod sees {len(seen)} GPUs:\n{r.logs[-800:]}"
 
 
 @pytest.mark.requirement("STACK-TK-003")
 @pytest.mark.device_nodes
-def test_no_gpu_pod_sees_no_gpu(cluster, namespace, gpu_env, require_gpu_nodes):
+def test_no_gpu_pod_sees_no_gpu(cluster, namespace, gpu_env, real_gpu_nodes):
     image, script, seen_in = _probe(gpu_env)
     spec = PodSpec("tk-none", gpus=None, image=image,
-                   node_selector={"kubernetes.io/hostname": _node(require_gpu_nodes)},
+                   node_selector={"kubernetes.io/hostname": _node(real_gpu_nodes)},
                    command=["sh", "-c", script])
     r = workloads.run(cluster, namespace, spec, gpu_env.run_id,
                       timeout=workloads.QUICK_RUN_TIMEOUT_S)
     assert r.phase in ("Succeeded", "Failed") and "never started" not in (r.diagnosis or ""), (
         f"{r.pod}: {r.diagnosis}")
+    require_result(r, smi.printed(script, r.logs))
     seen = seen_in(r.logs)
     assert not seen, (f"a pod that requested no GPU sees {len(seen)}: set the toolkit's "
                       "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED=false and "
