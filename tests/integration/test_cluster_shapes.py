@@ -159,6 +159,57 @@ def test_the_operators_sharing_flow_changes_nodes_and_runs_its_test(sim, sim_clu
         c.core.patch_node(node.name, {"metadata": {"labels": {L.DEVICE_PLUGIN_CONFIG: None}}})
 
 
+# ---- 3b. NVIDIA's e2e sharing config: 80 slices a node, filled without 80 pods --------------
+def test_oversubscription_on_nvidias_e2e_config(sim, sim_state, tmp_path):
+    """10 replicas on 8 GPUs: every node has more free slices than a check creates pods; it
+    said "no shared GPU node has free slices" while 80 were free."""
+    sim_state("time-slicing-e2e")
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "sharing/test_oversubscription.py",
+                                 "scheduling/test_allocation.py")
+    rows = {r["id"]: r for r in doc["requirements"]}
+    ovs = rows["SHARE-OVS-001"]
+    assert ovs["verdict"] == "pass", out[-3000:]
+    assert "9 one-slice pods scheduled" in ovs["message"] and "8 GPU(s), 80 free" in (
+        ovs["message"])
+    assert "the next one waited for a slice" in ovs["message"]
+    assert rows["SCHED-ALLOC-001"]["verdict"] == "pass", out[-3000:]
+    assert not any("no shared GPU node" in r["message"] or "no schedulable GPU node has free"
+                   in r["message"] for r in doc["requirements"])
+
+
+def test_oversubscription_without_multi_slice_fillers_proves_and_says_what_it_skipped(
+        sim, sim_cluster, sim_state, tmp_path):
+    """failRequestsGreaterThanOne on 80 slices a node: the proof runs (9 one-slice pods on 8
+    GPUs), the next-pod-waits half is not run, with the reason."""
+    sim_state("healthy")
+    ns, c = "gpu-operator", sim_cluster
+    config = PLUGIN_CONFIG["time-slicing"].replace(
+        "renameByDefault: false\n",
+        "renameByDefault: false\n    failRequestsGreaterThanOne: true\n")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plugin-config-frgo"},
+            "data": {"time-slicing": config}}
+    try:
+        c.core.create_namespaced_config_map(ns, body)
+    except ApiException as exc:
+        assert exc.status == 409
+        c.core.replace_namespaced_config_map("plugin-config-frgo", ns, body)
+    c.custom.patch_cluster_custom_object(*clusterpolicy.API, "cluster-policy", {"spec": {
+        "devicePlugin": {"config": {"name": "plugin-config-frgo", "default": "time-slicing"}}}})
+    _until("80 nvidia.com/gpu on every GPU node", lambda: all(
+        n.gpu_resources.get(L.GPU_RESOURCE) == 80 for n in list_gpu_nodes(c)))
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "sharing/test_oversubscription.py",
+                                 "scheduling/test_allocation.py")
+    rows = {r["id"]: r for r in doc["requirements"]}
+    assert rows["SHARE-OVS-001"]["verdict"] == "pass", out[-3000:]
+    message = rows["SHARE-OVS-001"]["message"]
+    assert "9 one-slice pods scheduled" in message, message
+    assert "the next-pod-waits half was not run" in message and (
+        "failRequestsGreaterThanOne" in message), message
+    assert rows["SCHED-ALLOC-001"]["verdict"] == "skip", out[-3000:]
+    assert "80 free nvidia.com/gpu" in rows["SCHED-ALLOC-001"]["message"]
+    assert rows["SHARE-FRGO-001"]["verdict"] == "pass", out[-3000:]
+
+
 # ---- 4. NVIDIA's own test pod ------------------------------------------------------------------
 GPU_POD = {"apiVersion": "v1", "kind": "Pod",  # NVIDIA/gpu-operator tests/gpu-pod.yaml
            "metadata": {"name": "gpu-operator-test"},
