@@ -68,6 +68,28 @@ def test_a_node_nfd_sees_as_nvidia_without_gpus_is_a_finding(sim, sim_cluster, s
     assert cpu in row["message"] and "NFD PCI 10de" in row["message"]
 
 
+@pytest.mark.parametrize("labels,word", [
+    ({"node.kubernetes.io/instance-type": "g5.xlarge"}, "cloud instance type g5.xlarge"),
+    ({"nvidia.com/gpu.family": "ampere"}, "label nvidia.com/gpu.family=ampere")])
+def test_a_node_with_thin_gpu_evidence_counts_and_is_named(labels, word, sim, sim_cluster,
+                                                            sim_state, tmp_path):
+    """A GPU node only its cloud (or one leftover nvidia.com/gpu.* label) shows: counted as a
+    GPU node, and STACK-DP-002 names it and says on what evidence (it was not counted)."""
+    sim_state("healthy")
+    cpu = next(n.metadata.name for n in sim_cluster.core.list_node().items
+               if not (n.metadata.labels or {}).get(L.GPU_PRESENT))
+    sim_cluster.core.patch_node(cpu, {"metadata": {"labels": labels}})
+    try:
+        assert cpu in {n.name for n in list_gpu_nodes(sim_cluster)}
+        _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "stack/test_device_plugin.py")
+    finally:
+        sim_cluster.core.patch_node(cpu, {"metadata": {"labels": {k: None for k in labels}}})
+    row = next(r for r in doc["requirements"] if r["id"] == "STACK-DP-002")
+    assert row["verdict"] == "fail", out[-2000:]
+    assert cpu in row["message"] and word in row["message"], row["message"]
+    assert "look like GPU nodes only by" in row["message"], row["message"]
+
+
 # ---- 2. GFD of another release -------------------------------------------------------------
 def test_labels_an_older_gfd_never_wrote_are_a_warning(sim, sim_cluster, sim_state, tmp_path):
     sim_state("healthy")
