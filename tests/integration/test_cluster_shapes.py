@@ -117,6 +117,50 @@ def test_labels_an_older_gfd_never_wrote_are_a_warning(sim, sim_cluster, sim_sta
     assert rows["STACK-DRV-002"]["verdict"] == "pass"  # read from cuda.driver.* instead
 
 
+FIRST_RELEASE_NEVER_WROTE = ("nvidia.com/cuda.driver-version.", "nvidia.com/cuda.runtime-version.",
+                             "nvidia.com/gpu.mode", "nvidia.com/mig.capable",
+                             "nvidia.com/gpu.sharing-strategy", "nvidia.com/mps.capable",
+                             "nvidia.com/gpu.replicas")
+
+
+def test_a_gfd_older_than_the_oldest_contract_is_a_warning(sim, sim_cluster, sim_state,
+                                                           tmp_path):
+    """The standalone GFD v0.4.1 with the labels of GFD's first release (cuda.driver.major/
+    .minor/.rev; no mig.capable, cuda.driver-version.*): a warning naming the release, not a
+    broken contract; a label that release wrote, gone, still fails. (Judged by the labels alone,
+    when no image says: tests/unit/test_gfd_history.py; the stand-in puts the sharing labels
+    back, so the sim cannot show a node with the first release's labels only.)"""
+    gfd, who = {"image": "gpu-feature-discovery", "version": "v0.4.1"}, "GFD v0.4.1 on"
+    sim_state("healthy")
+    sim_cluster.custom.patch_cluster_custom_object(*clusterpolicy.API, "cluster-policy", {
+        "spec": {"gfd": gfd}})
+    tag = ":" + gfd["version"]
+
+    def old_gfd_runs() -> bool:
+        pods = sim_cluster.core.list_namespaced_pod(
+            "gpu-operator", label_selector="app=gpu-feature-discovery").items
+        return bool(pods) and all(p.spec.containers[0].image.endswith(tag)
+                                  and p.status.phase == "Running" for p in pods)
+
+    _until(f"GFD {tag} pods running", old_gfd_runs)
+    nodes = list_gpu_nodes(sim_cluster)
+    for node in nodes:  # what the first release never wrote
+        newer = {k: None for k in node.labels if k.startswith(FIRST_RELEASE_NEVER_WROTE)}
+        sim_cluster.core.patch_node(node.name, {"metadata": {"labels": newer}})
+    assert not any(L.MIG_CAPABLE in n.labels for n in list_gpu_nodes(sim_cluster))
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "stack/test_gfd.py")
+    row = next(r for r in doc["requirements"] if r["id"] == "STACK-GFD-002")
+    assert row["verdict"] == "pass", out[-3000:]
+    assert f"warning: {who} {len(nodes)} node(s)" in row["message"], row["message"]
+    assert "cuda.driver-version.full (added in v0.15.0)" in row["message"], row["message"]
+    sim_cluster.core.patch_node(nodes[0].name, {"metadata": {"labels": {
+        "nvidia.com/cuda.driver.rev": None}}})  # a label that release did write, gone
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path / "broken", "stack/test_gfd.py")
+    row = next(r for r in doc["requirements"] if r["id"] == "STACK-GFD-002")
+    assert row["verdict"] == "fail", out[-3000:]
+    assert "missing label nvidia.com/cuda.driver.rev" in row["message"], row["message"]
+
+
 def test_mig_labels_naming_another_profile_than_the_resource_fail(sim, sim_cluster, sim_state,
                                                                   tmp_path):
     sim_state("mig-mixed", ["standin-ignores-changes"])
