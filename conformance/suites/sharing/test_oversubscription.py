@@ -35,7 +35,8 @@ def test_replicas_pods_share_and_one_more_waits(request, cluster, namespace, gpu
     if not shared:
         not_applicable("no GPU node advertises time-sliced replicas")
     node, resource, free = allocation.require_free_node(
-        cluster, shared, "no shared GPU node has a free slice: other pods hold every one",
+        cluster, shared, ("no shared GPU node has a free slice: none allocatable, or pods hold "
+                         "every one"),
         shared=True)
     gpus = node.int_label(L.COUNT) or 0
     not_run = None
