@@ -121,7 +121,8 @@ def build_parser() -> Parser:
                        help="idle the GPU this long before each trial: measures bursts, "
                             "below the power limit's clock drop (default 0: sustained)")
         p.add_argument("--bar", type=float, default=None,
-                       help="minimum median to pass (default: the H200 bar on an H200)")
+                       help="minimum median to pass (default: the datasheet bar of a known GPU, "
+                            "gpu_kernels/datasheets.py)")
         p.add_argument("--no-bar", action="store_true", help="judge no bar")
         p.add_argument("--max-cv", type=float, default=result.DEFAULT_MAX_CV,
                        help="CV above which the trials are flagged unstable")

@@ -8,23 +8,11 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gpu_kernels import stats
+from gpu_kernels import datasheets, stats
 
 SCHEMA = "gpu_kernels.result"
 SCHEMA_VERSION = 1
 
-# Minimum medians per device family, by the workload's bar key (its kind, or "gemm-fp64").
-# membw, fp32 and gemm are the design card's ("Kernels on an H200"); the FP64 floors are 0.9
-# of the FP64-lane peak (as fp32's 60 of 67) and 0.75 of the FP64 tensor-core peak (DGEMM
-# is power-capped like the 16-bit GEMMs, which reach 0.65-0.7 of theirs sustained).
-DEFAULT_BARS: dict[str, dict[str, float]] = {
-    "H200": {"membw": 4.0, "fp32": 60.0, "gemm": 700.0, "fp64": 30.0, "gemm-fp64": 50.0},
-}
-# Datasheet peaks (H200 SXM, perf.md section 1; gemm: dense fp16/bf16 tensor; gemm-fp64:
-# FP64 tensor core; fp64: FP64 lanes): every timed result reports its median's ratio to it.
-PEAKS: dict[str, dict[str, float]] = {
-    "H200": {"membw": 4.8, "fp32": 67.0, "gemm": 989.0, "fp64": 34.0, "gemm-fp64": 67.0},
-}
 DEFAULT_MAX_CV = 0.02  # perf.md §5: flag solo microbenchmarks above about 2 %
 
 EXIT_OK = 0
@@ -33,35 +21,30 @@ EXIT_USAGE = 2
 EXIT_UNAVAILABLE = 3  # no CuPy, no GPU or no NVML: the check could not run
 
 
-def _family_value(table: Mapping[str, Mapping[str, float]], key: str,
-                  device_name: str | None) -> tuple[str, float] | None:
-    for family, values in table.items():
-        if device_name and family in device_name and key in values:
-            return family, values[key]
-    return None
-
-
 def resolve_bar(key: str, unit: str, device_name: str | None, override: float | None = None,
                 disabled: bool = False) -> dict[str, Any] | None:
-    """The bar a median must reach: --bar, else the device family's default, else none.
+    """The bar a median must reach: --bar, else the GPU's default, else none.
 
-    ``key`` is the workload's bar key: its kind, or "gemm-fp64" for DGEMM."""
+    ``key`` is the workload's bar key: its kind, or "gemm-fp64" for DGEMM. The default is the
+    datasheet rule of :mod:`gpu_kernels.datasheets` for the GPU named ``device_name``."""
     if disabled:
         return None
     if override is not None:
         return {"value": float(override), "op": ">=", "unit": unit, "source": "--bar"}
-    found = _family_value(DEFAULT_BARS, key, device_name)
-    if found is None:
+    sheet = datasheets.lookup(device_name)
+    value = sheet.bar(key) if sheet else None
+    if sheet is None or value is None:
         return None
-    return {"value": found[1], "op": ">=", "unit": unit, "source": f"default for {found[0]}"}
+    return {"value": value, "op": ">=", "unit": unit, "source": f"default for {sheet.model}"}
 
 
 def resolve_peak(key: str, unit: str, device_name: str | None) -> dict[str, Any] | None:
-    """The datasheet peak of the device family for ``key``, or None."""
-    found = _family_value(PEAKS, key, device_name)
-    if found is None:
+    """The datasheet peak of the GPU named ``device_name`` for ``key``, or None."""
+    sheet = datasheets.lookup(device_name)
+    value = sheet.peak(key) if sheet else None
+    if sheet is None or value is None:
         return None
-    return {"value": found[1], "unit": unit, "source": f"{found[0]} datasheet"}
+    return {"value": value, "unit": unit, "source": f"{sheet.model} datasheet"}
 
 
 def bar_met(bar: Mapping[str, Any] | None, median: float | None) -> bool | None:

@@ -8,19 +8,28 @@ is a GPU node when any of these says so, and each GpuNode keeps which did (its e
   nvidia.com/mig-*), the device plugin's word;
 - GFD: it carries GPU Feature Discovery's labels (gpu.product or gpu.count);
 - NFD: Node Feature Discovery saw an NVIDIA PCI device (``pci-10de.present=true``);
-- operator: the GPU Operator's ``nvidia.com/gpu.present=true``.
+- operator: the GPU Operator's ``nvidia.com/gpu.present=true``;
+- thin evidence, where none of the above shows: any other ``nvidia.com/gpu.*`` label (one GFD
+  or operator label left behind), or the cloud's word (``nvidia/cloud_gpus.py``: a GPU
+  instance type such as ``g5.xlarge`` or ``p4d.24xlarge``, a managed pool's accelerator label).
 
 A node with PCI or label evidence but no GPU resource stays a GPU node: that disagreement is
-what STACK-DP-002 reports, instead of the node silently not counting.
+what STACK-DP-002 reports (naming the evidence, thin or not), instead of the node silently not
+counting. Thin evidence is kept apart (:data:`THIN`) so a message can say the node was taken
+for a GPU node on that alone.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from conformance.nvidia import cloud_gpus
 from conformance.nvidia import labels as L
 
 CAPACITY, GFD, NFD, OPERATOR = "capacity", "GFD labels", "NFD PCI 10de", "operator label"
+NVIDIA_LABEL = "label"  # "label nvidia.com/gpu.family=ampere": one nvidia.com/gpu.* label
+THIN = (NVIDIA_LABEL, "cloud ")  # how thin evidence begins
+_GPU_LABEL_PREFIX = "nvidia.com/gpu."
 
 
 @dataclass(frozen=True)
@@ -76,7 +85,25 @@ def evidence_of(labels: dict[str, str], capacity: dict[str, str]) -> tuple[str, 
         found.append(NFD)
     if labels.get(L.GPU_PRESENT) == "true":
         found.append(OPERATOR)
+    if found:
+        return tuple(found)
+    return _thin_evidence(labels)
+
+
+def _thin_evidence(labels: dict[str, str]) -> tuple[str, ...]:
+    """A node's GPU evidence where no resource, GFD, NFD or operator label shows one."""
+    gpu_labels = sorted(k for k in labels if k.startswith(_GPU_LABEL_PREFIX)
+                        and not (k == L.GPU_PRESENT and labels[k] != "true"))
+    found = [f"{NVIDIA_LABEL} {k}={labels[k]}" for k in gpu_labels[:1]]
+    cloud = cloud_gpus.cloud_gpu_evidence(labels)
+    if cloud:
+        found.append(cloud)
     return tuple(found)
+
+
+def is_thin(evidence: tuple[str, ...]) -> bool:
+    """Whether a GPU node was found by thin evidence alone (a label left behind, the cloud)."""
+    return bool(evidence) and all(e.startswith(THIN) for e in evidence)
 
 
 def from_api(node) -> GpuNode:

@@ -126,14 +126,27 @@ def packaged_contract(name: str) -> tuple[re.Pattern[str], ...]:
     return tuple(load_label_contract(contract_path(name)))
 
 
+# The oldest contract the suite knows: the labels of the standalone GFD's first release
+# (NVIDIA/gpu-feature-discovery v0.1.0, 2019: its README's "Labels" table, 13 labels; written
+# as its tests/expected-output.txt of then, without the vGPU lines added later). Its driver
+# version labels are nvidia.com/cuda.driver.major/.minor/.rev, before cuda.driver-version.*.
+FIRST_CONTRACT = "first-contract-v0.1.0.txt"
+FIRST_RELEASE = (0, 1, 0)
+_BEFORE = 99  # (0, 14, 99): some release before v0.15.0
+STANDALONE = (0, 14, _BEFORE)  # added by a standalone GFD release after v0.1.0, before v0.15.0
+
 # Labels the v0.20.0 contract requires that older GFD releases did not write, with the first
-# release that wrote them. Sources: the contract of the standalone GFD (NVIDIA/
-# gpu-feature-discovery tests/expected-output.txt, releases up to v0.8.x) has none of them;
-# device plugin v0.15.0 imported GFD, added MPS sharing (CHANGELOG "Add support for MPS
-# sharing": gpu.sharing-strategy, mps.capable) and the cuda.*-version labels (internal/lm/
-# nvml.go marks them "New labels" beside the older cuda.driver.*/cuda.runtime.* it keeps);
-# gpu.mode (the PCI class labeler) first appears in the v0.17.0 contract.
+# release that wrote them. Sources: the first contract (above) has none of them; the
+# standalone GFD added gpu.replicas (time-slicing) and mig.capable in a later release (which
+# one the sources here do not pin: STANDALONE, "after v0.1.0"), and the device plugin's
+# contract has them from v0.15.0 on; device plugin v0.15.0 imported GFD, added MPS sharing
+# (CHANGELOG "Add support for MPS sharing": gpu.sharing-strategy, mps.capable) and the
+# cuda.*-version labels (internal/lm/nvml.go marks them "New labels" beside the older
+# cuda.driver.*/cuda.runtime.* it keeps); gpu.mode (the PCI class labeler) first appears in the
+# v0.17.0 contract.
 LABELS_ADDED: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("nvidia.com/gpu.replicas", STANDALONE),
+    ("nvidia.com/mig.capable", STANDALONE),
     ("nvidia.com/cuda.driver-version.", (0, 15, 0)),
     ("nvidia.com/cuda.runtime-version.", (0, 15, 0)),
     ("nvidia.com/gpu.sharing-strategy", (0, 15, 0)),
@@ -141,8 +154,21 @@ LABELS_ADDED: tuple[tuple[str, tuple[int, ...]], ...] = (
     ("nvidia.com/gpu.mode", (0, 17, 0)),
 )
 CONTRACT_RELEASE = (0, 20, 0)
-_BEFORE = 99  # (0, 14, 99): some release before v0.15.0
 _TAG = re.compile(r":v?(\d+)\.(\d+)\.(\d+)")
+
+
+def _release_text(release: tuple[int, ...]) -> str:
+    return "after v0.1.0" if release == STANDALONE else "in v" + ".".join(map(str, release))
+
+
+def first_contract() -> tuple[re.Pattern[str], ...]:
+    """The patterns of the oldest GFD contract the suite knows (:data:`FIRST_CONTRACT`)."""
+    return _first_contract()
+
+
+@functools.lru_cache(maxsize=1)
+def _first_contract() -> tuple[re.Pattern[str], ...]:
+    return tuple(load_label_contract(DATA_DIR / FIRST_CONTRACT))
 
 
 @dataclass(frozen=True)
@@ -155,9 +181,22 @@ class GfdVersion:
     @property
     def text(self) -> str:
         major, minor, patch = self.release
+        if self.release == FIRST_RELEASE and self.source == LABELS_SOURCE:
+            return "older than v0.15.0"  # and than the release that added gpu.replicas
         if patch == _BEFORE:
             return f"older than v{major}.{minor + 1}.0"
         return f"v{major}.{minor}.{patch}"
+
+    @property
+    def first_contract(self) -> bool:
+        """Whether the node is held to the oldest contract (:data:`FIRST_CONTRACT`)."""
+        return self.release == FIRST_RELEASE
+
+    @property
+    def judged(self) -> str:
+        """How the release was found and which contract holds: for a message."""
+        return f"by {self.source}" + (", held to its first contract, v0.1.0"
+                                      if self.first_contract else "")
 
 
 def version_from_image(image: str) -> GfdVersion | None:
@@ -172,22 +211,27 @@ def version_from_image(image: str) -> GfdVersion | None:
     return GfdVersion(release, f"image {image}")
 
 
+LABELS_SOURCE = "the labels it wrote"
+
+
 def version_from_labels(labels: Mapping[str, str]) -> GfdVersion:
     """The newest release whose labels the node carries ("label generation"), when no image
     says which GFD runs: a node without any of a release's new labels was labelled by an older
     GFD."""
-    release = CONTRACT_RELEASE
     for added in sorted({a for _p, a in LABELS_ADDED}):
         new_labels = tuple(p for p, a in LABELS_ADDED if a == added)
         if not any(k.startswith(new_labels) for k in labels):
-            return GfdVersion((added[0], added[1] - 1, _BEFORE), "the labels it wrote")
-    return GfdVersion(release, "the labels it wrote")
+            if added == STANDALONE:  # none of the labels added after the first release
+                return GfdVersion(FIRST_RELEASE, LABELS_SOURCE)
+            return GfdVersion((added[0], added[1] - 1, _BEFORE), LABELS_SOURCE)
+    return GfdVersion(CONTRACT_RELEASE, LABELS_SOURCE)
 
 
 def _added_after(pattern: re.Pattern[str], release: tuple[int, ...]) -> tuple[int, ...] | None:
     key = _key_display(pattern)
     for prefix, added in LABELS_ADDED:
-        if key.startswith(prefix) and added > release:
+        # a GFD known only as "older than v0.15.0" may predate the standalone additions too
+        if key.startswith(prefix) and (added > release or added == release == STANDALONE):
             return added
     return None
 
@@ -212,10 +256,13 @@ def check_gfd_labels(labels: Mapping[str, str], version: GfdVersion | None = Non
     release = version.release if version else CONTRACT_RELEASE
     patterns = packaged_contract(name)
     required = [p for p in patterns if _added_after(p, release) is None]
-    too_old = sorted({f"{_key_display(p)} (added in v{'.'.join(map(str, added))})"
+    source = name
+    if version is not None and version.first_contract and name == FULL_GPU:
+        required, source = list(first_contract()), FIRST_CONTRACT  # as that release wrote it
+    too_old = sorted({f"{_key_display(p)} (added {_release_text(added)})"
                       for p in patterns if (added := _added_after(p, release))
                       and not any(p.search(f"{k}={v}") for k, v in labels.items())})
-    problems = [f"{name}: {p}" for p in check_label_contract(labels, required)]
+    problems = [f"{source}: {p}" for p in check_label_contract(labels, required)]
     problems += [f"{name}: {p}" for p in check_label_contract(
         labels, [p for p in patterns if p not in required], require_all=False)]
     vgpu_required = labels.get("nvidia.com/vgpu.present") == "true"

@@ -190,7 +190,8 @@ def require_device_plugin_nodes(require_gpu_nodes: list[GpuNode],
 def require_gpu_nodes(gpu_nodes: list[GpuNode]) -> list[GpuNode]:
     """GPU nodes, failing with the count (not a later timeout) when there are none."""
     assert gpu_nodes, ("no GPU node: no node advertises an NVIDIA GPU resource or carries GFD, "
-                       "NFD (pci-10de) or GPU Operator labels")
+                       "NFD (pci-10de), GPU Operator or any nvidia.com/gpu.* label, or a "
+                       "cloud GPU instance type or accelerator label")
     return gpu_nodes
 
 

@@ -351,6 +351,11 @@ def _profiles() -> dict[str, Profile]:
                            sharing=SharingConfig.time_slicing(
                                4, rename_by_default=True, fail_requests_greater_than_one=True)),
                  cpu_group())),
+        Profile("time-slicing-e2e",
+                "NVIDIA's own e2e sharing config (gpu-operator tests/plugin-config.yaml, "
+                "key time-slicing): 10 replicas on 2 x 8 H100, 80 nvidia.com/gpu a node",
+                (gpu_group("h100", 2, H100, 8, sharing=SharingConfig.time_slicing(10), **_P5),
+                 cpu_group())),
         Profile("mig-single", "MIG strategy single: A100 all-1g.5gb and H100 all-1g.10gb",
                 (gpu_group("a100", 2, A100_40GB, 8, mig_config="all-1g.5gb", **_P4D),
                  gpu_group("h100", 1, H100, 8, mig_config="all-1g.10gb", **_P5), cpu_group())),

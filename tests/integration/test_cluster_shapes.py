@@ -68,6 +68,28 @@ def test_a_node_nfd_sees_as_nvidia_without_gpus_is_a_finding(sim, sim_cluster, s
     assert cpu in row["message"] and "NFD PCI 10de" in row["message"]
 
 
+@pytest.mark.parametrize("labels,word", [
+    ({"node.kubernetes.io/instance-type": "g5.xlarge"}, "cloud instance type g5.xlarge"),
+    ({"nvidia.com/gpu.family": "ampere"}, "label nvidia.com/gpu.family=ampere")])
+def test_a_node_with_thin_gpu_evidence_counts_and_is_named(labels, word, sim, sim_cluster,
+                                                            sim_state, tmp_path):
+    """A GPU node only its cloud (or one leftover nvidia.com/gpu.* label) shows: counted as a
+    GPU node, and STACK-DP-002 names it and says on what evidence (it was not counted)."""
+    sim_state("healthy")
+    cpu = next(n.metadata.name for n in sim_cluster.core.list_node().items
+               if not (n.metadata.labels or {}).get(L.GPU_PRESENT))
+    sim_cluster.core.patch_node(cpu, {"metadata": {"labels": labels}})
+    try:
+        assert cpu in {n.name for n in list_gpu_nodes(sim_cluster)}
+        _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "stack/test_device_plugin.py")
+    finally:
+        sim_cluster.core.patch_node(cpu, {"metadata": {"labels": {k: None for k in labels}}})
+    row = next(r for r in doc["requirements"] if r["id"] == "STACK-DP-002")
+    assert row["verdict"] == "fail", out[-2000:]
+    assert cpu in row["message"] and word in row["message"], row["message"]
+    assert "look like GPU nodes only by" in row["message"], row["message"]
+
+
 # ---- 2. GFD of another release -------------------------------------------------------------
 def test_labels_an_older_gfd_never_wrote_are_a_warning(sim, sim_cluster, sim_state, tmp_path):
     sim_state("healthy")
@@ -93,6 +115,50 @@ def test_labels_an_older_gfd_never_wrote_are_a_warning(sim, sim_cluster, sim_sta
     assert "GFD v0.14.5" in rows["STACK-GFD-002"]["message"]
     assert "cuda.driver-version.full (added in v0.15.0)" in rows["STACK-GFD-002"]["message"]
     assert rows["STACK-DRV-002"]["verdict"] == "pass"  # read from cuda.driver.* instead
+
+
+FIRST_RELEASE_NEVER_WROTE = ("nvidia.com/cuda.driver-version.", "nvidia.com/cuda.runtime-version.",
+                             "nvidia.com/gpu.mode", "nvidia.com/mig.capable",
+                             "nvidia.com/gpu.sharing-strategy", "nvidia.com/mps.capable",
+                             "nvidia.com/gpu.replicas")
+
+
+def test_a_gfd_older_than_the_oldest_contract_is_a_warning(sim, sim_cluster, sim_state,
+                                                           tmp_path):
+    """The standalone GFD v0.4.1 with the labels of GFD's first release (cuda.driver.major/
+    .minor/.rev; no mig.capable, cuda.driver-version.*): a warning naming the release, not a
+    broken contract; a label that release wrote, gone, still fails. (Judged by the labels alone,
+    when no image says: tests/unit/test_gfd_history.py; the stand-in puts the sharing labels
+    back, so the sim cannot show a node with the first release's labels only.)"""
+    gfd, who = {"image": "gpu-feature-discovery", "version": "v0.4.1"}, "GFD v0.4.1 on"
+    sim_state("healthy")
+    sim_cluster.custom.patch_cluster_custom_object(*clusterpolicy.API, "cluster-policy", {
+        "spec": {"gfd": gfd}})
+    tag = ":" + gfd["version"]
+
+    def old_gfd_runs() -> bool:
+        pods = sim_cluster.core.list_namespaced_pod(
+            "gpu-operator", label_selector="app=gpu-feature-discovery").items
+        return bool(pods) and all(p.spec.containers[0].image.endswith(tag)
+                                  and p.status.phase == "Running" for p in pods)
+
+    _until(f"GFD {tag} pods running", old_gfd_runs)
+    nodes = list_gpu_nodes(sim_cluster)
+    for node in nodes:  # what the first release never wrote
+        newer = {k: None for k in node.labels if k.startswith(FIRST_RELEASE_NEVER_WROTE)}
+        sim_cluster.core.patch_node(node.name, {"metadata": {"labels": newer}})
+    assert not any(L.MIG_CAPABLE in n.labels for n in list_gpu_nodes(sim_cluster))
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "stack/test_gfd.py")
+    row = next(r for r in doc["requirements"] if r["id"] == "STACK-GFD-002")
+    assert row["verdict"] == "pass", out[-3000:]
+    assert f"warning: {who} {len(nodes)} node(s)" in row["message"], row["message"]
+    assert "cuda.driver-version.full (added in v0.15.0)" in row["message"], row["message"]
+    sim_cluster.core.patch_node(nodes[0].name, {"metadata": {"labels": {
+        "nvidia.com/cuda.driver.rev": None}}})  # a label that release did write, gone
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path / "broken", "stack/test_gfd.py")
+    row = next(r for r in doc["requirements"] if r["id"] == "STACK-GFD-002")
+    assert row["verdict"] == "fail", out[-3000:]
+    assert "missing label nvidia.com/cuda.driver.rev" in row["message"], row["message"]
 
 
 def test_mig_labels_naming_another_profile_than_the_resource_fail(sim, sim_cluster, sim_state,
@@ -157,6 +223,57 @@ def test_the_operators_sharing_flow_changes_nodes_and_runs_its_test(sim, sim_clu
     finally:
         c.apps.delete_namespaced_deployment("nvidia-plugin-test", ns)
         c.core.patch_node(node.name, {"metadata": {"labels": {L.DEVICE_PLUGIN_CONFIG: None}}})
+
+
+# ---- 3b. NVIDIA's e2e sharing config: 80 slices a node, filled without 80 pods --------------
+def test_oversubscription_on_nvidias_e2e_config(sim, sim_state, tmp_path):
+    """10 replicas on 8 GPUs: every node has more free slices than a check creates pods; it
+    said "no shared GPU node has free slices" while 80 were free."""
+    sim_state("time-slicing-e2e")
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "sharing/test_oversubscription.py",
+                                 "scheduling/test_allocation.py")
+    rows = {r["id"]: r for r in doc["requirements"]}
+    ovs = rows["SHARE-OVS-001"]
+    assert ovs["verdict"] == "pass", out[-3000:]
+    assert "9 one-slice pods scheduled" in ovs["message"] and "8 GPU(s), 80 free" in (
+        ovs["message"])
+    assert "the next one waited for a slice" in ovs["message"]
+    assert rows["SCHED-ALLOC-001"]["verdict"] == "pass", out[-3000:]
+    assert not any("no shared GPU node" in r["message"] or "no schedulable GPU node has free"
+                   in r["message"] for r in doc["requirements"])
+
+
+def test_oversubscription_without_multi_slice_fillers_proves_and_says_what_it_skipped(
+        sim, sim_cluster, sim_state, tmp_path):
+    """failRequestsGreaterThanOne on 80 slices a node: the proof runs (9 one-slice pods on 8
+    GPUs), the next-pod-waits half is not run, with the reason."""
+    sim_state("healthy")
+    ns, c = "gpu-operator", sim_cluster
+    config = PLUGIN_CONFIG["time-slicing"].replace(
+        "renameByDefault: false\n",
+        "renameByDefault: false\n    failRequestsGreaterThanOne: true\n")
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plugin-config-frgo"},
+            "data": {"time-slicing": config}}
+    try:
+        c.core.create_namespaced_config_map(ns, body)
+    except ApiException as exc:
+        assert exc.status == 409
+        c.core.replace_namespaced_config_map("plugin-config-frgo", ns, body)
+    c.custom.patch_cluster_custom_object(*clusterpolicy.API, "cluster-policy", {"spec": {
+        "devicePlugin": {"config": {"name": "plugin-config-frgo", "default": "time-slicing"}}}})
+    _until("80 nvidia.com/gpu on every GPU node", lambda: all(
+        n.gpu_resources.get(L.GPU_RESOURCE) == 80 for n in list_gpu_nodes(c)))
+    _code, doc, out = run_suites(sim.kubeconfig, tmp_path, "sharing/test_oversubscription.py",
+                                 "scheduling/test_allocation.py")
+    rows = {r["id"]: r for r in doc["requirements"]}
+    assert rows["SHARE-OVS-001"]["verdict"] == "pass", out[-3000:]
+    message = rows["SHARE-OVS-001"]["message"]
+    assert "9 one-slice pods scheduled" in message, message
+    assert "the next-pod-waits half was not run" in message and (
+        "failRequestsGreaterThanOne" in message), message
+    assert rows["SCHED-ALLOC-001"]["verdict"] == "skip", out[-3000:]
+    assert "80 free nvidia.com/gpu" in rows["SCHED-ALLOC-001"]["message"]
+    assert rows["SHARE-FRGO-001"]["verdict"] == "pass", out[-3000:]
 
 
 # ---- 4. NVIDIA's own test pod ------------------------------------------------------------------

@@ -414,7 +414,8 @@ def test_mig_layouts_match_the_operators_mig_parted_config():
 def test_profile_table():
     expected = {  # name: (GPU nodes, physical GPUs, CPU nodes)
         "healthy": (2, 16, 1), "heterogeneous": (5, 40, 1), "time-slicing": (2, 4, 1),
-        "time-slicing-renamed": (2, 4, 1), "mig-single": (3, 24, 1), "mig-mixed": (3, 24, 1),
+        "time-slicing-renamed": (2, 4, 1), "time-slicing-e2e": (2, 16, 1),
+        "mig-single": (3, 24, 1), "mig-mixed": (3, 24, 1),
         "large": (500, 4000, 1), "managed-tainted": (2, 16, 1),
         "device-plugin-chart": (2, 16, 1), "device-plugin-chart-time-slicing": (2, 4, 1),
         "dra": (3, 24, 1), "dra-mig": (2, 16, 1), "dra-mixed": (4, 32, 1),

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.checks import capacity
+from conformance.checks import capacity, gpu_nodes
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.cluster import evidence as ev
 from conformance.nvidia import labels as L
@@ -37,9 +37,14 @@ def test_gpu_resource_advertised(require_device_plugin_nodes, evidence):
     missing = [f"{n.name} (a GPU node by {', '.join(n.evidence)})" for n in nodes
                if not any(L.gpu_resources(n.capacity).values()) or not any(
                    n.gpu_resources.values())]
+    thin = [n.name for n in nodes if gpu_nodes.is_thin(n.evidence)]
     assert not missing, (
         f"{len(missing)} of {len(nodes)} GPU node(s) advertise no GPU resource in capacity/"
-        f"allocatable: {', '.join(missing[:10])}; GPU pods there stay Pending")
+        f"allocatable: {', '.join(missing[:10])}; GPU pods there stay Pending" + (
+            f". {len(thin)} of them ({', '.join(thin[:10])}) look like GPU nodes only by their "
+            "cloud instance type or label, or one nvidia.com/gpu.* label: no device plugin, "
+            "GFD, NFD or operator label shows a GPU there (is the GPU stack installed on them?)"
+            if thin else ""))
 
 
 def _shared_by_config(docs, nodes) -> set[str]:

@@ -3,7 +3,8 @@
 Checklist (k8s-device-plugin tests/e2e/gpu-feature-discovery_test.go, expected-output*.txt):
 - STACK-GFD-002 every GPU node's labels match the upstream regex contract for its MIG strategy,
   as far as the GFD release that labelled it (its pod's image, else the labels it wrote) wrote
-  them: a label missing only because that GFD is older is a warning naming the release
+  them, back to GFD's first contract (v0.1.0): a label missing only because that GFD is older
+  is a warning ("GFD older than vX.Y"), a label whose value breaks the contract a failure
 - STACK-GFD-003 labels agree with each other and with the node: family vs compute capability,
   product vs the model's compute capability and memory, version labels vs their parts,
   replicas vs sharing strategy
@@ -32,8 +33,7 @@ def test_labels_satisfy_upstream_contract(request, gpu_stack, require_gpu_nodes,
                             f"{version.text}): " + "; ".join(missing[:5])
                             + (f" (+{len(missing) - 5} more)" if len(missing) > 5 else ""))
         if check.too_old:
-            nodes, labels = old.setdefault(f"GFD {version.text} (by {version.source})",
-                                           ([], set()))
+            nodes, labels = old.setdefault((version.text, version.judged), ([], set()))
             nodes.append(node.name)
             labels.update(check.too_old)
     evidence.append(ev.Evidence("gpu-node-labels.txt", "\n\n".join(
@@ -43,11 +43,11 @@ def test_labels_satisfy_upstream_contract(request, gpu_stack, require_gpu_nodes,
     assert not problems, (f"{len(problems)} of {len(require_gpu_nodes)} GPU node(s) break the "
                           "GFD label contract: " + " | ".join(problems[:5]))
     if old:  # a warning, not a failure: that GFD release did not write these labels yet
-        finding(request, "warning: " + "; ".join(
-            f"{len(nodes)} node(s) labelled by {who} lack labels added later: "
-            f"{', '.join(sorted(labels)[:4])}{' ...' if len(labels) > 4 else ''} (upgrade GFD "
-            f"to {gfd_contract.UPSTREAM_VERSION} for them)"
-            for who, (nodes, labels) in old.items()))
+        finding(request, "; ".join(
+            f"warning: GFD {text} on {len(nodes)} node(s) ({judged}): they lack labels added "
+            f"later: {', '.join(sorted(labels)[:4])}{' ...' if len(labels) > 4 else ''} "
+            f"(upgrade GFD to {gfd_contract.UPSTREAM_VERSION} for them)"
+            for (text, judged), (nodes, labels) in old.items()))
 
 
 @pytest.mark.requirement("STACK-GFD-003")

@@ -5,7 +5,8 @@ FAKE_NVML_ECC_UNCORRECTED_STEP=N adds N to it at every read (errors during a run
 FAKE_NVML_GPUS=N enumerates N GPUs (distinct UUIDs); NVLink reports "not supported";
 FAKE_NVML_POWER_W=W is the power draw (default 75, idle); FAKE_NVML_REASONS=0xMASK the
 clocks-event reasons (default 0x1, GpuIdle); FAKE_NVML_XID=N delivers one XID event N;
-FAKE_NVML_NO_EVENTS=1 makes event registration unsupported.
+FAKE_NVML_NO_EVENTS=1 makes event registration unsupported; FAKE_GPU_NAME=NAME is the GPU's
+name (here and in the fake CuPy; default "NVIDIA H200").
 """
 
 import os
@@ -78,7 +79,7 @@ def nvmlDeviceGetHandleByUUID(uuid):
 
 
 def nvmlDeviceGetName(h):
-    return "NVIDIA H200"
+    return os.environ.get("FAKE_GPU_NAME", "NVIDIA H200")
 
 
 def nvmlDeviceGetUUID(h):

@@ -286,7 +286,8 @@ def _device_count() -> int:
 
 def _properties(index: int) -> dict:
     uuid = bytes.fromhex("35ed54a8206d8d3c72b9cff17c00af00")[:15] + bytes([index])
-    return {"name": b"NVIDIA H200", "uuid": uuid,
+    name = os.environ.get("FAKE_GPU_NAME", "NVIDIA H200").encode()
+    return {"name": name, "uuid": uuid,
             "major": 9, "minor": 0, "multiProcessorCount": 1, "totalGlobalMem": _TOTAL,
             "l2CacheSize": 50 * 2**20}
 
