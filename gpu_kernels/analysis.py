@@ -226,10 +226,15 @@ def fault_phases(t0: float, t_fault: float, t_faulter_exit: float, t_end: float,
 
 def fault_finding(mode: str, victim: Mapping[str, Any] | None, victim_error: str | None,
                   faulter: Mapping[str, Any] | None,
-                  phases: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
-    """Did the copy that did not fault keep running, at what speed, with right results?"""
-    rates = {name: (rate(victim, *window) if victim else 0.0) for name, window in
-             phases.items()}
+                  phases: Mapping[str, tuple[float, float]],
+                  rates: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Did the copy that did not fault keep running, at what speed, with right results?
+
+    ``rates`` (before, during, after) where the victim measured them itself (a pod, whose
+    completion times stay in it), else they come from its completions over ``phases``."""
+    if rates is None:
+        rates = {name: (rate(victim, *window) if victim else 0.0) for name, window in
+                 phases.items()}
     before = rates["before"]
     err = victim_error or (victim or {}).get("error")
     correct = bool(((victim or {}).get("correctness") or {}).get("ok"))
