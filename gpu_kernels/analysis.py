@@ -117,6 +117,23 @@ def point(*, experiment: str, kernel: str, mode: str, per_copy: list[dict[str, A
     }
 
 
+def pod_vs_process(pod_points: Sequence[Mapping[str, Any]],
+                   proc_points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per N: the pods' aggregate rate, the processes' (the control) and their ratio."""
+    by_n = {p.get("copies"): p for p in proc_points}
+    out = []
+    for p in pod_points:
+        q = by_n.get(p.get("copies"))
+        if q and p.get("per_copy") and q.get("per_copy"):
+            pod_sum = sum(c["rate"] for c in p["per_copy"])
+            proc_sum = sum(c["rate"] for c in q["per_copy"])
+            out.append({"copies": p["copies"], "unit": p.get("unit"),
+                        "pod_aggregate": pod_sum, "process_aggregate": proc_sum,
+                        "ratio": pod_sum / proc_sum if proc_sum else None,
+                        "pod_jain": p.get("jain"), "process_jain": q.get("jain")})
+    return out
+
+
 def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, Any] | None,
                    big: Mapping[str, Any] | None, small: Mapping[str, Any] | None,
                    after_release: Mapping[str, Any] | None,

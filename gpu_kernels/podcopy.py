@@ -131,6 +131,14 @@ class Copy:
                 "barrier": self.barrier, **self.figures(), "events": self.events}
 
 
+def stress_plan(seconds: float, trials: int, ramp: float, tail: float) -> dict[str, Any]:
+    """A sharer's plan: launch from the go instant, measure ``seconds`` after a ``ramp``, keep
+    launching ``tail`` past the window (as gpu_kernels.interference.Window)."""
+    end = ramp + seconds
+    return {"commands": [{"at_s": 0.0, "cmd": "go", "t_go_s": 0.0, "t_stop_s": end + tail}],
+            "window": {"start_s": ramp, "end_s": end, "trials": trials}}
+
+
 def termination_text(summary: dict[str, Any], limit: int = TERMINATION_MAX_BYTES) -> str:
     """The summary as one JSON line that fits the termination message: the events go first,
     then the per-trial rates, when it is too long."""

@@ -238,11 +238,8 @@ def run_counted(cluster: Cluster, namespace: str, run_id: str, image: str,
 # ---- the experiments ------------------------------------------------------------------------
 def stress_copy(kernel: str, options: dict[str, Any], window: interference.Window) -> PodCopy:
     """A sharer: go at the go instant, the measured window after the ramp."""
-    start = window.ramp
-    end = start + window.seconds
-    return PodCopy(interference.stress_spec(kernel, options, 0), {
-        "commands": [{"at_s": 0.0, "cmd": "go", "t_go_s": 0.0, "t_stop_s": end + window.tail}],
-        "window": {"start_s": start, "end_s": end, "trials": window.trials}})
+    return PodCopy(interference.stress_spec(kernel, options, 0),
+                   podcopy.stress_plan(window.seconds, window.trials, window.ramp, window.tail))
 
 
 def _counts(placement: shared_gpu.Placement, counts: list[int]) -> list[int]:
@@ -356,17 +353,4 @@ def fault_isolation(cluster: Cluster, namespace: str, run_id: str, image: str,
     return found
 
 
-def pod_vs_process(pod_points: list[dict], proc_points: list[dict]) -> list[dict[str, Any]]:
-    """Per N: the pods' aggregate, the processes' (in one pod: the control) and their ratio."""
-    by_n = {p.get("copies"): p for p in proc_points}
-    out = []
-    for p in pod_points:
-        q = by_n.get(p.get("copies"))
-        if q and p.get("per_copy") and q.get("per_copy"):
-            pod_sum = sum(c["rate"] for c in p["per_copy"])
-            proc_sum = sum(c["rate"] for c in q["per_copy"])
-            out.append({"copies": p["copies"], "unit": p.get("unit"),
-                        "pod_aggregate": pod_sum, "process_aggregate": proc_sum,
-                        "ratio": pod_sum / proc_sum if proc_sum else None,
-                        "pod_jain": p.get("jain"), "process_jain": q.get("jain")})
-    return out
+pod_vs_process = analysis.pod_vs_process
