@@ -20,6 +20,9 @@ kubelet keeps in the pod's status: the runner reads results there where it canno
 
 Plan: {"commands": [{"at_s": 0, "cmd": "go", "t_go_s": 0, "t_stop_s": 4.3}, ...],
 "window": {"start_s": 0.5, "end_s": 4.0, "trials": 5}, "phases": {"before": [a, b], ...},
+"role_at_s": 0 (start the role only then); commands may ask for "share_fraction" (of the GPU,
+within what the copy saw free at its start) or "beyond_share" (1 GiB past that, where it is a
+share of the GPU; skipped where it is not),
 "barrier_timeout_s": ...; "barrier_dir", "termination_log": elsewhere than in a pod}.
 """
 
@@ -32,7 +35,7 @@ import time
 import traceback
 from typing import Any
 
-from gpu_kernels import analysis, cuda, timing
+from gpu_kernels import analysis, cuda, memhog, timing
 from gpu_kernels import worker as W
 from gpu_kernels.result import dumps
 
@@ -57,6 +60,7 @@ class Copy:
         self.barrier: dict[str, Any] = {}
         self.mono_go: float | None = None
         self.result: dict[str, Any] | None = None
+        self.alone: dict[str, Any] | None = None  # memory this copy saw free at its start
 
     def send(self, event: str, **data: Any) -> None:
         if event == "result":
@@ -107,6 +111,16 @@ class Copy:
             import cupy
 
             cmd["bytes"] = int(cupy.cuda.runtime.memGetInfo()[1] * cmd.pop("fraction"))
+        alone = self.alone or {}
+        if "share_fraction" in cmd:  # of the GPU, within what this copy saw free on its own
+            cmd["bytes"] = memhog.share_request(alone["total_bytes"], alone["free_bytes"],
+                                                cmd.pop("share_fraction"))
+        if cmd.pop("beyond_share", False):  # 1 GiB past its own view, where that is a share
+            beyond = memhog.beyond_share_request(alone["free_bytes"],
+                                                 alone.get("gpu_total_bytes"))
+            if beyond is None:
+                return self.recv()
+            cmd["bytes"] = beyond
         return cmd
 
     def figures(self) -> dict[str, Any]:
@@ -128,7 +142,20 @@ class Copy:
     def summary(self, identity: dict[str, Any], code: int) -> dict[str, Any]:
         return {"event": "summary", "role": self.spec.get("role"), "exit_code": code,
                 "identity": {k: identity.get(k) for k in IDENTITY_KEYS if k in identity},
-                "barrier": self.barrier, **self.figures(), "events": self.events}
+                "barrier": self.barrier, "memory_alone": self.alone, **self.figures(),
+                "events": self.events}
+
+    def start(self, cp: Any, identity: dict[str, Any]) -> None:
+        """What the copy sees before its role: its free memory, then (where the plan says
+        ``role_at_s``) the go instant plus that, before the role prepares anything (a holder
+        that must not allocate before the other copy has seen the GPU on its own)."""
+        free, total = cp.cuda.runtime.memGetInfo()
+        self.alone = {"free_bytes": int(free), "total_bytes": int(total),
+                      "gpu_total_bytes": identity.get("memory_total_bytes")}
+        if "role_at_s" in self.plan:
+            self.wait_for_go()
+            assert self.mono_go is not None
+            timing.sleep_until(self.mono_go + float(self.plan["role_at_s"]))
 
 
 def stress_plan(seconds: float, trials: int, ramp: float, tail: float) -> dict[str, Any]:
@@ -157,7 +184,9 @@ def run(spec: dict[str, Any], plan: dict[str, Any]) -> int:
     W.send, W.recv = copy.send, copy.recv  # the worker's roles talk to the plan
     identity: dict[str, Any] = {}
     try:
-        identity = cuda.identity(cuda.load(spec.get("device", 0)), spec.get("device", 0))
+        cp = cuda.load(spec.get("device", 0))
+        identity = cuda.identity(cp, spec.get("device", 0))
+        copy.start(cp, identity)
         code = W.ROLES[spec["role"]](spec)
     except SystemExit as exc:  # the plan ran out of commands
         code = exc.code if isinstance(exc.code, int) else 0

@@ -294,15 +294,19 @@ def interference_points(cluster: Cluster, namespace: str, run_id: str, image: st
 def memory_isolation(cluster: Cluster, namespace: str, run_id: str, image: str,
                      placement: shared_gpu.Placement, fraction: float = 0.88,
                      probe_fraction: float = 0.25, release_s: float = 20.0) -> dict[str, Any]:
-    """One pod holds ``fraction`` of its free memory until ``release_s`` after go; another
-    asks for ``probe_fraction`` of its total, then 1 GiB, then (once the holder let go) again."""
+    """As the process experiment (gpu_kernels.isolation.memory): the other pod sees the GPU on
+    its own first (at its start; the holder allocates only at the go instant), then one pod
+    holds ``fraction`` of what it sees free until ``release_s``; the other asks for
+    ``probe_fraction`` of the GPU within its own view, 1 GiB, the same again once the holder
+    let go, and 1 GiB beyond its own view where that is a share (MPS's per-client limit)."""
     holder = PodCopy({"role": "memhog", "fraction": fraction, "device": 0},
-                     {"commands": [{"at_s": release_s, "cmd": "release"}]})
+                     {"role_at_s": 0.0, "commands": [{"at_s": release_s, "cmd": "release"}]})
     probe = PodCopy({"role": "probe", "device": 0}, {"commands": [
-        {"at_s": 0.1 * release_s, "cmd": "attempt", "fraction": probe_fraction},
-        {"at_s": 0.25 * release_s, "cmd": "attempt", "bytes": 1 << 30},
-        {"at_s": 1.25 * release_s, "cmd": "attempt", "fraction": probe_fraction},
-        {"at_s": 1.3 * release_s, "cmd": "exit"}]})
+        {"at_s": 0.25 * release_s, "cmd": "attempt", "share_fraction": probe_fraction},
+        {"at_s": 0.3 * release_s, "cmd": "attempt", "bytes": 1 << 30},
+        {"at_s": 1.25 * release_s, "cmd": "attempt", "share_fraction": probe_fraction},
+        {"at_s": 1.3 * release_s, "cmd": "attempt", "beyond_share": True},
+        {"at_s": 1.35 * release_s, "cmd": "exit"}]})
     done = run_counted(cluster, namespace, run_id, image, placement, [holder, probe], "memory")
     if done.not_run:
         raise NotRun(f"memory isolation between {placement.mode}: {done.not_run}")
@@ -310,11 +314,14 @@ def memory_isolation(cluster: Cluster, namespace: str, run_id: str, image: str,
     held = (h.events("ready") or [None])[0]
     if held is None:
         raise NotRun(f"the holding pod {h.pod} held nothing: {h.events('error')}")
+    alone = (p.summary or {}).get("memory_alone") or {}
     ready = (p.events("ready") or [None])[0]
-    big, small, after = [*p.events("attempt"), None, None, None][:3]
+    big, small, after, over = [*p.events("attempt"), None, None, None, None][:4]
     errors = p.events("error")
     found = analysis.memory_finding(placement.mode, held, ready, big, small, after,
-                                    probe_error=errors[0].get("error") if errors else None)
+                                    probe_error=errors[0].get("error") if errors else None,
+                                    gpu_total_bytes=alone.get("gpu_total_bytes"),
+                                    own_share_bytes=alone.get("free_bytes"), beyond_share=over)
     found.update(pods=[o.brief() for o in done.outcomes], skew_s=done.skew_s,
                  node=placement.node, resource=placement.resource)
     return found

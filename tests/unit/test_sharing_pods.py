@@ -189,6 +189,11 @@ def test_memory_isolation_between_time_sliced_pods_is_a_finding(tmp_path) -> Non
                                           placement(cluster, TIME_SLICED), release_s=2.0)
     assert found["finding"] and found["sharing"] == "time-sliced pods"
     assert found["isolated"] is False  # one GPU's memory: the holder's share is gone for all
+    details = found["details"]
+    assert details["other_saw_free_alone_gib"] == pytest.approx(8, rel=0.05)  # before the hold
+    assert details["other_allocation"].startswith("failed")
+    assert details["other_allocation_after_holder_exit"].startswith("succeeded")
+    assert details["other_beyond_share_requested_gib"] is None  # it saw the whole GPU
 
 
 def test_fault_isolation_between_time_sliced_pods_is_a_finding(tmp_path) -> None:
