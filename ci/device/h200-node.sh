@@ -14,7 +14,7 @@
 #           --target node --suite sharing` (SLICED_REQUIREMENTS="ID ..." keeps those): N pods,
 #           each holding one slice, on the one GPU, against the same copies as processes in one
 #           pod (conformance/cluster/sharing_pods.py); results-r<R>.json, report-r<R>.md and
-#           evidence-r<R>.tgz per replicas
+#           evidence-r<R>.tgz per replicas (two values a call at most: 8 files come back)
 #   stage2  (for operator) call 2: verify stage 1, unpack stage 2 (the two archives and the
 #           operator's do not fit one call)
 #   operator call 3: unpack .stage/operator.tar.xz (the GPU Operator built from source), node
