@@ -117,6 +117,23 @@ def point(*, experiment: str, kernel: str, mode: str, per_copy: list[dict[str, A
     }
 
 
+def pod_vs_process(pod_points: Sequence[Mapping[str, Any]],
+                   proc_points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per N: the pods' aggregate rate, the processes' (the control) and their ratio."""
+    by_n = {p.get("copies"): p for p in proc_points}
+    out = []
+    for p in pod_points:
+        q = by_n.get(p.get("copies"))
+        if q and p.get("per_copy") and q.get("per_copy"):
+            pod_sum = sum(c["rate"] for c in p["per_copy"])
+            proc_sum = sum(c["rate"] for c in q["per_copy"])
+            out.append({"copies": p["copies"], "unit": p.get("unit"),
+                        "pod_aggregate": pod_sum, "process_aggregate": proc_sum,
+                        "ratio": pod_sum / proc_sum if proc_sum else None,
+                        "pod_jain": p.get("jain"), "process_jain": q.get("jain")})
+    return out
+
+
 def memory_finding(mode: str, hog: Mapping[str, Any], probe_ready: Mapping[str, Any] | None,
                    big: Mapping[str, Any] | None, small: Mapping[str, Any] | None,
                    after_release: Mapping[str, Any] | None,
@@ -226,10 +243,15 @@ def fault_phases(t0: float, t_fault: float, t_faulter_exit: float, t_end: float,
 
 def fault_finding(mode: str, victim: Mapping[str, Any] | None, victim_error: str | None,
                   faulter: Mapping[str, Any] | None,
-                  phases: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
-    """Did the copy that did not fault keep running, at what speed, with right results?"""
-    rates = {name: (rate(victim, *window) if victim else 0.0) for name, window in
-             phases.items()}
+                  phases: Mapping[str, tuple[float, float]],
+                  rates: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """Did the copy that did not fault keep running, at what speed, with right results?
+
+    ``rates`` (before, during, after) where the victim measured them itself (a pod, whose
+    completion times stay in it), else they come from its completions over ``phases``."""
+    if rates is None:
+        rates = {name: (rate(victim, *window) if victim else 0.0) for name, window in
+                 phases.items()}
     before = rates["before"]
     err = victim_error or (victim or {}).get("error")
     correct = bool(((victim or {}).get("correctness") or {}).get("ok"))

@@ -5,7 +5,7 @@
 # the device calls check them), CuPy's CPU stand-in (tests/unit/fakes) in the workload image.
 # Verdicts of real-GPU checks mean nothing here (the stand-in has no nvidia-smi); the plumbing
 # is what is checked: staging, node up on a split driver/dev root, image build and import,
-# the suites and the time-sliced pods running to their result files.
+# the suites and the sharing suite's time-sliced pods running to their result files.
 #   sudo bash ci/device/dry-run-node.sh [stage run sliced]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -13,7 +13,7 @@ DRY=${DRY_DIR:-/tmp/gpuconf-dry}
 PY=${PY:-$PWD/.venv/bin/python}
 rm -rf "$DRY/drv" "$DRY/devroot" && mkdir -p "$DRY/out"
 # what an earlier dry run's calls left as done (on the device machine /tmp starts empty)
-rm -f /tmp/gpuconf-ts.replicas /tmp/gpuconf-sliced-*.done /tmp/gpuconf-workload-image.ref
+rm -f /tmp/gpuconf-ts.replicas /tmp/gpuconf-workload-image.ref
 "$PY" - "$DRY" <<'EOF'
 import shutil, sys
 from pathlib import Path
@@ -28,7 +28,7 @@ EOF
 export GPUCONF_CACHE="$DRY/cache" SITE="$DRY/site" PYTHON="$PY" BUDGET_S=${BUDGET_S:-1500}
 export DRIVER_ROOT="$DRY/drv" DEV_ROOT="$DRY/devroot" NODE_NAME=dry
 export WHEELS=/nonexistent  # the venv has the packages (the .whl/ wheels are for cp312)
-export WORKLOAD_ARGS="--no-kernel-probe" SLICED_KERNELS=membw SLICED_PODS=1,2 SLICED_SECONDS=2
+export WORKLOAD_ARGS="--no-kernel-probe" SLICED_REQUIREMENTS=SHARE-INT-001
 export EXTRA_PYTHONPATH="$PWD/tests/unit/fakes"  # CuPy's and NVML's CPU stand-ins
 for mode in ${*:-stage run sliced}; do
   rm -rf "$DRY/out/$mode"

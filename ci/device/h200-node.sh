@@ -9,11 +9,12 @@
 #           saying it is gone otherwise), unpack stage 2, bring the node up on the real driver
 #           (/usr/local/nvidia, devices in /), build the CuPy workload image from this host's
 #           python3 and import it, run stack, scheduling, sharing and operations against it
-#   sliced  call 3: time-sliced pods: for each of SLICED_REPLICAS (default 8, or "2 4"; or the
-#           pairs of SLICED_PLAN, "2:membw,fp32 8:fp32"), N <=
-#           replicas pods x SLICED_KERNELS (membw fp32 gemm) together and the same copies as
-#           processes, one result file per kernel and replicas (keep kernels x replicas <= 5:
-#           8 files a call); then (unless SKIP_ISOLATION) memory and fault isolation between pods
+#   sliced  call 3: pods sharing one GPU through the product: for each of SLICED_REPLICAS
+#           (default 4), the device plugin time-sliced that many ways, then `gpuconf run
+#           --target node --suite sharing` (SLICED_REQUIREMENTS="ID ..." keeps those): N pods,
+#           each holding one slice, on the one GPU, against the same copies as processes in one
+#           pod (conformance/cluster/sharing_pods.py); results-r<R>.json, report-r<R>.md and
+#           evidence-r<R>.tgz per replicas (two values a call at most: 8 files come back)
 #   stage2  (for operator) call 2: verify stage 1, unpack stage 2 (the two archives and the
 #           operator's do not fit one call)
 #   operator call 3: unpack .stage/operator.tar.xz (the GPU Operator built from source), node
@@ -180,38 +181,19 @@ time_sliced() {  # time_sliced REPLICAS: the plugin configured for time-slicing,
     && echo "$replicas" > $applied
 }
 
-pods_up_to() {  # pods_up_to MAX LIST: the pod counts of the comma list LIST that are <= MAX
-  local n out=()
-  for n in ${2//,/ }; do (( n <= $1 )) && out+=("$n"); done
-  local IFS=,; echo "${out[*]}"
-}
-
-sliced_kernel() {  # sliced_kernel KERNEL PODS REPLICAS: N pods and N processes, one result file
-  local kernel=$1 replicas=$3 pods tag=$1-r$3
-  local out="$OUT/h200-node-sliced-$tag-$DATE.json"
-  pods=$(pods_up_to "$replicas" "$2")  # one GPU: no more pods than slices
-  [[ -s /tmp/gpuconf-sliced-$tag.done ]] && return 0  # an earlier call brought it back
-  (( $(left) > 120 )) || { say "out of time before the time-sliced $kernel pods (replicas $replicas)"; return 1; }
-  time_sliced "$replicas" || { say "time-slicing $replicas not applied"; save_node_logs; return 1; }
-  timeout "$(( $(left) - 30 ))" "$PY" -m conformance.run.sliced_pods \
-    --kubeconfig "$KUBECONFIG_NODE" --image "$ref" --kernel "$kernel" --pods "$pods" \
-    --seconds "${SLICED_SECONDS:-5}" --processes > "$out"
-  local rc=$?
-  say "time-sliced $kernel pods ($pods, replicas $replicas): exit $rc"
-  (( rc == 0 )) && cp "$out" "/tmp/gpuconf-sliced-$tag.done"
-}
-
 run_suites() {  # run_suites GPUCONF_RUN_ARGS...: the suites against the node with the workload
   # image $ref (when built); results, report, evidence and the node's status into $OUT
   local img=()
   [[ -n ${ref:-} ]] && img=(--workload-image "$ref" --cuda-image "$ref")
+  # RESULTS_TAG (e.g. -r4) names this run's files apart from another run's in the same call
+  local tag=${RESULTS_TAG:-}
   rm -rf /tmp/gpuconf-results
   timeout "$(( $(left) - 20 ))" "$PY" -m conformance.cli run --target node \
     --kubeconfig "$KUBECONFIG_NODE" "$@" "${img[@]}" --results /tmp/gpuconf-results
   say "suites: exit $?"
-  cp /tmp/gpuconf-results/results.json "$OUT/results.json" 2>/dev/null
-  cp /tmp/gpuconf-results/report/report.md "$OUT/report.md" 2>/dev/null
-  (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence.tgz" evidence 2>/dev/null)
+  cp /tmp/gpuconf-results/results.json "$OUT/results$tag.json" 2>/dev/null
+  cp /tmp/gpuconf-results/report/report.md "$OUT/report$tag.md" 2>/dev/null
+  (cd /tmp/gpuconf-results && tar -czf "$OUT/evidence$tag.tgz" evidence 2>/dev/null)
   gpuconf node status --name "$NAME" --json > "$OUT/node-status.json"
 }
 
@@ -279,7 +261,6 @@ run)
   fi
   run_suites --suite stack --suite scheduling --suite sharing --suite operations \
     --burn-seconds "${BURN_S:-10}"
-  [[ -n ${ref:-} ]] && sliced_kernel membw "${SLICED_PODS:-1,2,4,8}" 8  # what time is left
   say "run done in $((SECONDS - START)) s"
   ;;
 sliced)
@@ -288,29 +269,13 @@ sliced)
   stage_left stage2 || unpack "$STAGE/stage2.tar.xz" || { say "stage 2 did not unpack (carry it)"; exit 1; }
   node_up || { say "node up failed"; save_node_logs; exit 1; }
   ref=$(workload_image) || { say "no workload image"; exit 1; }
-  # SLICED_PLAN "REPLICAS:KERNEL,KERNEL ..." (e.g. "2:membw,fp32 8:fp32") names the pairs; else
-  # every SLICED_REPLICAS x SLICED_KERNELS. SLICED_PODS=replicas: the solo pod and R pods only
-  plan=${SLICED_PLAN:-}
-  if [[ -z $plan ]]; then
-    for replicas in ${SLICED_REPLICAS:-8}; do
-      plan+=" $replicas:$(echo ${SLICED_KERNELS:-membw fp32 gemm} | tr ' ' ,)"
-    done
-  fi
-  for pair in $plan; do
-    replicas=${pair%%:*}
-    pods=${SLICED_PODS:-1,2,4,8}
-    [[ $pods == replicas ]] && pods=1,$replicas
-    for kernel in $(echo "${pair#*:}" | tr , ' '); do
-      sliced_kernel "$kernel" "$pods" "$replicas"
-    done
+  for replicas in ${SLICED_REPLICAS:-4}; do
+    (( $(left) > 150 )) || { say "out of time before the pods on a GPU time-sliced $replicas ways"; break; }
+    time_sliced "$replicas" || { say "time-slicing $replicas not applied"; save_node_logs; continue; }
+    reqs=()
+    for r in ${SLICED_REQUIREMENTS:-}; do reqs+=(--requirement "$r"); done
+    RESULTS_TAG=-r$replicas run_suites --suite sharing "${reqs[@]}"
   done
-  if [[ -z ${SKIP_ISOLATION:-} ]] && (( $(left) > 150 )); then
-    time_sliced 8
-    timeout "$(( $(left) - 20 ))" "$PY" -m conformance.run.sliced_pods \
-      --kubeconfig "$KUBECONFIG_NODE" --image "$ref" --isolation \
-      > "$OUT/h200-node-isolation-$DATE.json"
-    say "isolation: exit $?"
-  fi
   say "sliced done in $((SECONDS - START)) s"
   ;;
 stage2)

@@ -11,8 +11,8 @@ from typing import Literal
 from gpu_kernels.result import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE
 
 __all__ = ["CLUSTER_TARGETS", "EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_UNAVAILABLE",
-           "EXIT_USAGE", "NOT_APPLICABLE_PREFIX", "OUTCOME_VERDICT", "TARGETS", "VERDICTS",
-           "VERDICT_RANK", "Target", "worst"]
+           "EXIT_USAGE", "NOT_APPLICABLE_PREFIX", "NOT_RUN_PREFIX", "OUTCOME_VERDICT", "TARGETS",
+           "VERDICTS", "VERDICT_RANK", "Target", "worst"]
 
 EXIT_INTERRUPTED = 130
 
@@ -24,14 +24,19 @@ TARGETS: tuple[Target, ...] = ("existing", "kind", "sim", "node", "local")
 CLUSTER_TARGETS: tuple[Target, ...] = ("existing", "kind", "sim", "node")
 
 # A requirement's verdict, worst first by rank: fail > pass > skip > not-applicable > not-run.
+# not-run: no test covered it, or its test could not judge (a result it could not read).
 VERDICTS = ("pass", "fail", "skip", "not-applicable", "not-run")
 VERDICT_RANK = {"fail": 4, "pass": 3, "skip": 2, "not-applicable": 1, "not-run": 0}
 # pytest's outcome of one test -> the verdict it gives its requirement
 OUTCOME_VERDICT = {"passed": "pass", "failed": "fail", "skipped": "skip",
-                   "not-applicable": "not-applicable"}
+                   "not-applicable": "not-applicable", "not-run": "not-run"}
 # A skip whose reason starts with this is "not-applicable" (the check does not apply here),
 # any other skip is "skip" (it applies but could not run).
 NOT_APPLICABLE_PREFIX = "not-applicable:"
+# A skip whose reason starts with this is "not-run": the check applies and ran, but could not
+# judge (a workload's result it could not read, nodes that only simulate GPUs). Never a finding
+# about the GPU stack.
+NOT_RUN_PREFIX = "not-run:"
 
 
 def worst(verdicts: list[str]) -> str:

@@ -13,7 +13,7 @@ import pytest
 
 from conformance.checks import simulated
 from conformance.cluster.workloads import WorkloadResult
-from conformance.common.vocab import NOT_APPLICABLE_PREFIX
+from conformance.common.vocab import NOT_APPLICABLE_PREFIX, NOT_RUN_PREFIX
 from conformance.nvidia.clusterpolicy import ClusterPolicy
 from conformance.nvidia.operands import Operand
 
@@ -34,8 +34,9 @@ def not_applicable(reason: str) -> None:
 
 def not_run(reason: str) -> NoReturn:
     """End the check unjudged: it applies here, but what it needs could not be had (a result
-    the suite could not read, GPUs no pod can open). Verdict ``skip``, never a finding."""
-    pytest.skip(reason)
+    the suite could not read, GPUs no pod can open). Verdict ``not-run`` with the reason, never
+    a finding."""
+    pytest.skip(f"{NOT_RUN_PREFIX} {reason}")
 
 
 def require_result(result: WorkloadResult, found: bool) -> None:

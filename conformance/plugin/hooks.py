@@ -18,7 +18,7 @@ from conformance import catalog, options
 from conformance.cluster import waits
 from conformance.common import interrupts
 from conformance.common.runid import new_run_id
-from conformance.common.vocab import NOT_APPLICABLE_PREFIX
+from conformance.common.vocab import NOT_APPLICABLE_PREFIX, NOT_RUN_PREFIX
 from conformance.plugin import api, fixtures
 from conformance.plugin.recorder import PLUGIN_NAME, Recorder
 from conformance.plugin.results import TestOutcome, clip
@@ -136,6 +136,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     return report
 
 
+# a skip's reason says what kind of skip it is (conformance.common.vocab)
+_SKIP_KINDS = ((NOT_APPLICABLE_PREFIX, "not-applicable"), (NOT_RUN_PREFIX, "not-run"))
+
+
 def _outcome(item: pytest.Item, phases: dict) -> TestOutcome | None:
     marker = item.get_closest_marker("requirement")
     decisive = phases.get("call") or phases.get("setup")
@@ -146,8 +150,11 @@ def _outcome(item: pytest.Item, phases: dict) -> TestOutcome | None:
         outcome, message = "failed", _message(failures[0])
     elif decisive.skipped:
         message = _message(decisive)
-        outcome = "not-applicable" if message.startswith(NOT_APPLICABLE_PREFIX) else "skipped"
-        message = message.removeprefix(NOT_APPLICABLE_PREFIX).strip()
+        outcome = next((o for prefix, o in _SKIP_KINDS if message.startswith(prefix)),
+                       "skipped")
+        for prefix, _kind in _SKIP_KINDS:
+            message = message.removeprefix(prefix)
+        message = message.strip()
     else:
         outcome, message = "passed", "; ".join(
             str(v) for k, v in item.user_properties if k == api.FINDING)

@@ -273,6 +273,16 @@ def interference_block(series_list: Sequence[measure.Series]) -> str:
     return "".join(out)
 
 
+def pod_vs_process_block(rows: Sequence[measure.PodVsProcess]) -> str:
+    if not rows:
+        return ""
+    return ("<h4>Pods on one GPU against processes in one pod</h4>"
+            + text_table(*tables.pod_vs_process_table(rows))
+            + '<p class="small muted">N pods, each holding one unit of one GPU, against the '
+              "same N copies as processes in one pod (the control): the ratio of their "
+              "aggregate rates.</p>")
+
+
 def isolation_block(findings: Sequence[measure.Isolation]) -> str:
     if not findings:
         return ""
@@ -319,6 +329,7 @@ def tail_latency_block(experiments: Sequence[measure.TailLatency]) -> str:
 def measurements_block(measurements: Mapping[str, Any], target: str | None) -> str:
     body = (kernels_block(measure.kernels(measurements))
             + interference_block(measure.interference(measurements))
+            + pod_vs_process_block(measure.pod_vs_process(measurements))
             + tail_latency_block(measure.tail_latency(measurements))
             + isolation_block(measure.isolation(measurements))
             + latency_block(measure.scheduling_latency(measurements))

@@ -124,6 +124,10 @@ def measurement_lines(measurements: Mapping[str, Any], h: str) -> list[str]:
         lines += table(*tables.interference_table(series))
         if limits := tables.thresholds(series):
             lines += [f"Thresholds: {cell(limits)}", ""]
+    versus = measure.pod_vs_process(measurements)
+    if versus:
+        lines += [f"{h}# Pods on one GPU against processes in one pod", "",
+                  *table(*tables.pod_vs_process_table(versus))]
     for exp in measure.tail_latency(measurements):
         lines += [f"{h}# Tail latency under sharing", "",
                   *table(*tables.tail_latency_table(exp.curves)), "", exp.finding, ""]

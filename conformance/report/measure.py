@@ -237,7 +237,37 @@ def isolation(measurements: Mapping[str, Any]) -> list[Isolation]:
     return found
 
 
-KNOWN_FAMILIES = ("kernels", "interference", "isolation", "scheduling_latency", "tail_latency")
+KNOWN_FAMILIES = ("kernels", "interference", "isolation", "scheduling_latency", "tail_latency",
+                  "pod_vs_process")
+
+
+@dataclass(frozen=True)
+class PodVsProcess:
+    """Per N: N pods on one GPU against N processes in one pod (the control)."""
+
+    kernel: str
+    mode: str
+    node: str
+    copies: int
+    unit: str
+    pods: float | None
+    processes: float | None
+    ratio: float | None
+
+
+def pod_vs_process(measurements: Mapping[str, Any]) -> list[PodVsProcess]:
+    rows = []
+    for obj in as_list(measurements.get("pod_vs_process")):
+        if not isinstance(obj, Mapping):
+            continue
+        for p in as_list(obj.get("points")):
+            if isinstance(p, Mapping):
+                rows.append(PodVsProcess(
+                    str(obj.get("kernel") or ""), str(obj.get("mode") or ""),
+                    str(obj.get("node") or ""), int(num(p.get("copies")) or 0),
+                    str(p.get("unit") or ""), num(p.get("pod_aggregate")),
+                    num(p.get("process_aggregate")), num(p.get("ratio"))))
+    return rows
 
 
 @dataclass

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from conformance.report import fmt
-from conformance.report.measure import Isolation, Kernel, Series
+from conformance.report.measure import Isolation, Kernel, PodVsProcess, Series
 
 DASH = "\u2013"  # en dash for ranges
 TIMES = "\u00d7"  # multiplication sign for "N x slower"
@@ -63,6 +63,15 @@ def interference_table(series: Series) -> Table:
 
 def thresholds(series: Series) -> str:
     return "; ".join(f"{k} {v}" for k, v in series.thresholds.items())
+
+
+def pod_vs_process_table(rows: Sequence[PodVsProcess]) -> Table:
+    return (["Kernel", "Pods", "Node", "N", "Pods' aggregate", "Processes' aggregate",
+             "Pods / processes"],
+            [[r.kernel, r.mode, r.node, str(r.copies),
+              f"{fmt.number(r.pods)} {r.unit}".strip(),
+              f"{fmt.number(r.processes)} {r.unit}".strip(), fmt.ratio(r.ratio, 3)]
+             for r in rows])
 
 
 def isolation_table(findings: Sequence[Isolation]) -> Table:

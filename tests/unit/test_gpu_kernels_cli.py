@@ -72,7 +72,7 @@ def test_package_imports_without_cupy() -> None:
             "import gpu_kernels, gpu_kernels.cli, gpu_kernels.kernels, gpu_kernels.stats\n"
             "import gpu_kernels.interference, gpu_kernels.isolation, gpu_kernels.runner\n"
             "import gpu_kernels.device_evidence, gpu_kernels.tune, gpu_kernels.worker\n"
-            "import gpu_kernels.node, gpu_kernels.mps\n"
+            "import gpu_kernels.node, gpu_kernels.mps, gpu_kernels.podcopy\n"
             "print('ok')")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)

@@ -66,3 +66,18 @@ def test_ticks_are_round() -> None:
     assert nice_ticks(4.4) == [0.0, 2.0, 4.0, 6.0]
     assert nice_ticks(1.15) == [0.0, 0.5, 1.0, 1.5]
     assert tick_label(0.5, [0.0, 0.5]) == "0.5" and tick_label(600, [0, 200]) == "600"
+
+
+def test_pods_against_processes_per_n_with_their_ratio() -> None:
+    from conformance.report import html_report, markdown_report
+
+    measurements = {"pod_vs_process": [{"kernel": "membw", "mode": "time-sliced pods",
+                                        "node": "h100", "points": [
+                                            {"copies": 2, "unit": "TB/s", "pod_aggregate": 3.0,
+                                             "process_aggregate": 3.01, "ratio": 0.9967}]}]}
+    rows = measure.pod_vs_process(measurements)
+    assert [(r.copies, r.ratio) for r in rows] == [(2, 0.9967)]
+    text = "\n".join(markdown_report.measurement_lines(measurements, "##"))
+    assert "Pods on one GPU against processes in one pod" in text and "0.997" in text
+    assert "Other measurements" not in text
+    assert "0.997" in html_report.pod_vs_process_block(rows)

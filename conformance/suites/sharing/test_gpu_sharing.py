@@ -1,9 +1,16 @@
 """Sharing / on real GPUs: what time-slicing does to copies that share one GPU.
 
-Each experiment runs the gpu_kernels copies as processes on one GPU: on --target local on this
-host's GPU 0, on real clusters inside one pod that holds one GPU (processes in it share that GPU
-with the same CUDA time-slicing that time-sliced pods get). Isolation results are findings:
-the check passes once it has measured what happened, and its message says what that was.
+On every cluster target the copies are pods: N pods, each holding one unit, placed on one GPU
+by the cluster's own sharing (time-slicing, MPS or MIG, read from the node's labels), started
+together by a barrier through the API and checked from inside to share that GPU
+(conformance.cluster.sharing_pods). Pods that got other GPUs, never started, gave no readable
+result or started beyond the skew bound make the check not-run (with the reason),
+never a figure. The same copies as processes in one pod holding one GPU are the control of
+SHARE-INT-001: its finding gives, per N, the pods' aggregate, the processes' and their ratio.
+Where no node lets two pods share a GPU (whole GPUs only), and on --target local, the
+processes are the measurement. SHARE-LAT-001 runs as processes only. Isolation results are
+findings: the check passes once it has measured what happened, and its message says what that
+was.
 
 Checklist:
 - SHARE-INT-001 the same kernel alone and in 2 and 4 copies: per-copy slowdown, aggregate vs
@@ -20,12 +27,25 @@ import json
 
 import pytest
 
+from conformance.checks import shared_gpu
 from conformance.cluster import evidence as ev
-from conformance.cluster import kernel_pods
-from conformance.plugin.api import finding, record_measurement, require_result
+from conformance.cluster import kernel_pods, sharing_pods
+from conformance.plugin.api import finding, not_run, record_measurement, require_result
 from conformance.run import local_gpu
 
 EXPERIMENT_TIMEOUT_S = 600.0
+POD_COUNTS = [2, 4]  # beside the solo pod; no more than one GPU's units on the node
+
+
+def _shared_gpu(request, gpu_env) -> shared_gpu.Placement | None:
+    """Where pods share one GPU on this cluster (None on --target local, or whole GPUs only)."""
+    if gpu_env.target == "local":
+        return None
+    return sharing_pods.choose(gpu_env.require_cluster(), request.getfixturevalue("gpu_nodes"))
+
+
+def _not_run(exc: sharing_pods.NotRun) -> None:
+    not_run(f"the pods sharing one GPU were not measured: {exc}")
 
 
 def _experiment(request, gpu_env, args: list[str]) -> dict:
@@ -53,12 +73,42 @@ def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, evidence):
     evidence.append(ev.Evidence(f"interference-{kernel}.json", json.dumps(doc, indent=1)))
     if doc.get("error"):
         pytest.fail(f"interference experiment failed: {doc['error']}")
-    points = doc.get("points") or [doc]
-    summary = "; ".join(
+    where = _shared_gpu(request, gpu_env)
+    if where is None:
+        summary = _summary(doc.get("points") or [doc])
+        finding(request, f"{kernel}, processes sharing one GPU: {summary}"
+                + ("" if gpu_env.target == "local" else
+                   " (no node lets two pods share a GPU: whole GPUs only)"))
+        assert doc.get("verdict") == "pass", \
+            f"beyond the thresholds {doc.get('thresholds')}: {summary}"
+        return
+    try:
+        pods = sharing_pods.interference_points(
+            gpu_env.require_cluster(), request.getfixturevalue("namespace"), gpu_env.run_id,
+            gpu_env.options.workload_image, where, kernel, POD_COUNTS)
+    except sharing_pods.NotRun as exc:
+        _not_run(exc)
+    for point in pods["points"]:
+        record_measurement(request, "interference", point)
+    ratio = sharing_pods.pod_vs_process(pods["points"], doc.get("points") or [])
+    record_measurement(request, "pod_vs_process", {"kernel": kernel, "mode": pods["mode"],
+                                                   "node": pods["node"], "points": ratio})
+    pods["pod_vs_process"] = ratio
+    evidence.append(ev.Evidence(f"interference-{kernel}-pods.json", json.dumps(pods, indent=1)))
+    summary = _summary(pods["points"])
+    versus = "; ".join(f"N={r['copies']}: pods {r['pod_aggregate']:.4g} / processes "
+                       f"{r['process_aggregate']:.4g} {r.get('unit') or ''} = {r['ratio']:.3f}"
+                       for r in ratio if r.get("ratio") is not None)
+    finding(request, f"{kernel}, {pods['mode']} on {pods['node']} ({pods['resource']}): "
+                     f"{summary}; against processes in one pod: {versus or 'no common N'}")
+    assert pods["verdict"] == "pass", \
+        f"beyond the thresholds {pods['thresholds']}: {summary}"
+
+
+def _summary(points: list[dict]) -> str:
+    return "; ".join(
         f"N={p.get('copies')}: aggregate {(p.get('aggregate_vs_solo') or 0):.2f}x solo, "
         f"Jain {(p.get('jain') or 0):.3f}" for p in points if (p.get("copies") or 1) > 1)
-    finding(request, f"{kernel}: {summary}")
-    assert doc.get("verdict") == "pass", f"beyond the thresholds {doc.get('thresholds')}: {summary}"
 
 
 ISOLATION = [
@@ -69,7 +119,17 @@ ISOLATION = [
 
 @pytest.mark.parametrize("mode", ISOLATION)
 def test_isolation_finding(mode, request, gpu_env, evidence):
-    doc = _experiment(request, gpu_env, ["isolation", "--mode", mode])
+    where = _shared_gpu(request, gpu_env)
+    if where is None:
+        doc = _experiment(request, gpu_env, ["isolation", "--mode", mode])
+    else:
+        engine = {"memory": sharing_pods.memory_isolation,
+                  "fault": sharing_pods.fault_isolation}[mode]
+        try:
+            doc = engine(gpu_env.require_cluster(), request.getfixturevalue("namespace"),
+                         gpu_env.run_id, gpu_env.options.workload_image, where)
+        except sharing_pods.NotRun as exc:
+            _not_run(exc)
     record_measurement(request, "isolation", doc)
     evidence.append(ev.Evidence(f"finding-{mode}-isolation.json", json.dumps(doc, indent=1)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"

@@ -6,7 +6,9 @@ recurrence) or float64, the GEMV chain, verify.py's compare, checksum and bit fl
 bad store (the next synchronisation raises an illegal-address error). A file lock held
 during each launch serialises launches across processes, as time-slicing does on a GPU.
 Device memory is accounted across processes in FAKE_CUPY_DIR (FAKE_CUPY_TOTAL bytes).
-FAKE_CUPY_DEVICES=N shows N devices (distinct UUIDs and PCI bus ids). Under the fake MPS
+FAKE_CUPY_DEVICES=N shows N devices (distinct UUIDs and PCI bus ids); FAKE_CUPY_GPU_INDEX=K
+makes device 0 the host's GPU K (what a container given GPU K sees), FAKE_CUPY_MIG_INSTANCE=J
+a MIG instance J of it (its own UUID, the GPU's PCI bus id). Under the fake MPS
 daemon (CUDA_MPS_PIPE_DIRECTORY) a default pinned memory limit caps each process as the H100
 showed: its free memory is the limit less its context, and allocations beyond that fail.
 """
@@ -49,6 +51,8 @@ _DIR = os.environ.setdefault("FAKE_CUPY_DIR", tempfile.mkdtemp(prefix="fake-cupy
 _TOTAL = int(os.environ.get("FAKE_CUPY_TOTAL", str(16 * 2**30)))
 _KERNEL_S = float(os.environ.get("FAKE_CUPY_KERNEL_S", "0.002"))
 _DEVICES = int(os.environ.get("FAKE_CUPY_DEVICES", "1"))
+_GPU_INDEX = int(os.environ.get("FAKE_CUPY_GPU_INDEX", "0"))
+_MIG_INSTANCE = os.environ.get("FAKE_CUPY_MIG_INSTANCE")
 _state = {"faulted": False, "used": 0, "device": 0}
 _memories: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 _MPS_CONTEXT = 144 * 2**20  # a client's view on the H100: 20389 MiB limit, 19.77 GiB free
@@ -147,7 +151,7 @@ def _mem_get_info() -> tuple[int, int]:
 class Device:
     def __init__(self, index: int | None = None) -> None:
         self.id = _state["device"] if index is None else index
-        self.pci_bus_id = f"0000:{0x18 + self.id:02X}:00.0"
+        self.pci_bus_id = f"0000:{0x18 + self.id + _GPU_INDEX:02X}:00.0"
         self.attributes = {"MultiProcessorCount": 1}
 
     def use(self) -> None:
@@ -285,7 +289,9 @@ def _device_count() -> int:
 
 
 def _properties(index: int) -> dict:
-    uuid = bytes.fromhex("35ed54a8206d8d3c72b9cff17c00af00")[:15] + bytes([index])
+    mig = 0xaf if _MIG_INSTANCE is None else 0x80 + int(_MIG_INSTANCE)
+    uuid = bytes.fromhex("35ed54a8206d8d3c72b9cff17c00af00")[:14] + bytes([mig,
+                                                                         index + _GPU_INDEX])
     name = os.environ.get("FAKE_GPU_NAME", "NVIDIA H200").encode()
     return {"name": name, "uuid": uuid,
             "major": 9, "minor": 0, "multiProcessorCount": 1, "totalGlobalMem": _TOTAL,
