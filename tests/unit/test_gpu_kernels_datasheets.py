@@ -63,7 +63,8 @@ def test_each_nvml_name_belongs_to_one_datasheet() -> None:
 
 def test_an_h100_run_reports_its_bar_and_peak(tmp_path: Path) -> None:
     env = make_env(tmp_path, FAKE_GPU_NAME="NVIDIA H100 80GB HBM3")
-    res = run_cli(env, "membw", "--seconds", "0.2", "--warmup-seconds", "0.05", code=1)
+    res = run_cli(env, "membw", "--mib", "4", "--seconds", "0.2", "--warmup-seconds", "0.05",
+                  code=1)
     assert res["device"]["name"] == "NVIDIA H100 80GB HBM3"
     assert res["peak"] == {"value": 3.35, "unit": "TB/s", "source": "H100 SXM datasheet"}
     assert res["bar"]["value"] == 2.78 and res["met"] is False  # a CPU is far below it
