@@ -20,7 +20,7 @@ the go instant), the spread of those starts is the skew, and a skew beyond
 ``shared_gpu.MAX_START_SKEW_S`` makes the point not-run, never a figure. A late start caused by
 a slow start-up is tried once more with a longer lead.
 
-Results: the pod's last log line (``workloads.wait`` reads it through ``evidence.pod_logs``),
+Results: the pod's last log line (``workloads.wait`` reads it, or says why it could not),
 else its termination message: the kubelet keeps up to 4 KiB that the container wrote to
 ``/dev/termination-log`` in the pod's status, read with one more read of the pod.
 (A ConfigMap the pod writes would need a token and RBAC the restricted pods do not have.)
@@ -164,7 +164,7 @@ def read_result(cluster: Cluster, namespace: str, r: workloads.WorkloadResult) -
     summary = _summary_from(message)
     if summary is not None:
         return PodOutcome(r.pod, r.node, r.phase, summary, "termination message", r.diagnosis)
-    log = (r.logs or "(empty)").strip()[-200:]
+    log = r.log_error or (r.logs or "(empty)").strip()[-200:]
     why = (f"its result could be read neither from its log ({log}) nor from its termination "
            f"message ({message[:200]})")
     return PodOutcome(r.pod, r.node, r.phase, None, None,
