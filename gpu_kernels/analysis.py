@@ -7,7 +7,7 @@ windows the parent set, so every function here runs on fabricated numbers in tes
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -117,20 +117,55 @@ def point(*, experiment: str, kernel: str, mode: str, per_copy: list[dict[str, A
     }
 
 
+def _aggregate(point: Mapping[str, Any]) -> float | None:
+    copies = point.get("per_copy")
+    return sum(c["rate"] for c in copies) if copies else None
+
+
+def _percentile(key: str) -> Callable[[Mapping[str, Any]], float | None]:
+    return lambda point: (point.get("latency_us") or {}).get(key)
+
+
+@dataclass(frozen=True)
+class Compared:
+    """What :func:`pod_vs_process` compares: the key that pairs a pod point with its process
+    point (the N), each figure by name with the key of its pods/processes ratio (None: shown
+    side by side, no ratio), and the unit where the points do not carry one."""
+
+    by: str
+    figures: tuple[tuple[str, Callable[[Mapping[str, Any]], float | None], str | None], ...]
+    unit: str | None = None
+
+
+INTERFERENCE = Compared("copies", (("aggregate", _aggregate, "ratio"),
+                                   ("jain", lambda p: p.get("jain"), None)))
+LATENCY = Compared("sharers", tuple((k, _percentile(k), f"{k}_ratio")
+                                    for k in ("p50", "p99", "p999")), unit="us")
+
+
 def pod_vs_process(pod_points: Sequence[Mapping[str, Any]],
-                   proc_points: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Per N: the pods' aggregate rate, the processes' (the control) and their ratio."""
-    by_n = {p.get("copies"): p for p in proc_points}
+                   proc_points: Sequence[Mapping[str, Any]],
+                   compared: Compared = INTERFERENCE) -> list[dict[str, Any]]:
+    """Per N: each figure of the pods, the processes' (the control) and their ratio; an N whose
+    first figure is missing on either side has no row (the first process point of an N
+    counts)."""
+    by_n: dict[Any, Mapping[str, Any]] = {}
+    for q in proc_points:
+        by_n.setdefault(q.get(compared.by), q)
     out = []
     for p in pod_points:
-        q = by_n.get(p.get("copies"))
-        if q and p.get("per_copy") and q.get("per_copy"):
-            pod_sum = sum(c["rate"] for c in p["per_copy"])
-            proc_sum = sum(c["rate"] for c in q["per_copy"])
-            out.append({"copies": p["copies"], "unit": p.get("unit"),
-                        "pod_aggregate": pod_sum, "process_aggregate": proc_sum,
-                        "ratio": pod_sum / proc_sum if proc_sum else None,
-                        "pod_jain": p.get("jain"), "process_jain": q.get("jain")})
+        q = by_n.get(p.get(compared.by))
+        first = compared.figures[0][1]
+        if q is None or first(p) is None or first(q) is None:
+            continue
+        row: dict[str, Any] = {compared.by: p[compared.by],
+                               "unit": p.get("unit") or compared.unit}
+        for name, figure, ratio in compared.figures:
+            pod, proc = figure(p), figure(q)
+            row.update({f"pod_{name}": pod, f"process_{name}": proc})
+            if ratio:
+                row[ratio] = pod / proc if pod is not None and proc else None
+        out.append(row)
     return out
 
 
@@ -294,25 +329,40 @@ LATENCY_POINTS = (50.0, 90.0, 99.0, 99.9)
 MIN_FOR_P999 = 1000  # requests below which the p99.9 is one of the last few samples
 
 
-def latency_point(*, mode: str, sharers: int, client: Mapping[str, Any], start: float,
-                  end: float, sharer_figures: Sequence[Mapping[str, Any]] = ()
-                  ) -> dict[str, Any]:
-    """The client's requests submitted inside [start, end]: percentiles (us) and a CDF."""
+def client_latency(client: Mapping[str, Any], start: float, end: float) -> dict[str, Any]:
+    """The client's requests submitted inside [start, end]: how many, percentiles (us), a
+    CDF, its check (computed where the completion times are: the worker's parent, or the pod
+    itself, gpu_kernels.podcopy)."""
     lat_us = [lat * 1000.0 for t, lat in zip(client.get("times") or [],
                                              client.get("latencies_ms") or [], strict=False)
               if start <= t <= end]
     summary = {k: round(v, 1) if isinstance(v, float) else v
                for k, v in stats.latency_summary(lat_us, LATENCY_POINTS).items()}
-    rates = [f["rate"] for f in sharer_figures]
     return {
-        "mode": mode,
-        "sharers": sharers,
         "n": summary["n"],
         "latency_us": summary,
         "p999_reliable": summary["n"] >= MIN_FOR_P999,
         "cdf": stats.cdf_points(lat_us),
         "client_correct": bool((client.get("correctness") or {}).get("ok")),
         "client_error": client.get("error"),
+    }
+
+
+def latency_point(*, mode: str, sharers: int, client: Mapping[str, Any], start: float,
+                  end: float, sharer_figures: Sequence[Mapping[str, Any]] = ()
+                  ) -> dict[str, Any]:
+    """The client's requests submitted inside [start, end] beside ``sharers``."""
+    return latency_point_of(mode, sharers, client_latency(client, start, end), sharer_figures)
+
+
+def latency_point_of(mode: str, sharers: int, latency: Mapping[str, Any],
+                     sharer_figures: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """A point from the client's :func:`client_latency` and the sharers' figures."""
+    rates = [f["rate"] for f in sharer_figures]
+    return {
+        "mode": mode,
+        "sharers": sharers,
+        **latency,
         "sharer_kernel": sharer_figures[0]["kernel"] if sharer_figures else None,
         "sharer_unit": sharer_figures[0]["unit"] if sharer_figures else None,
         "sharer_rates": rates,
@@ -375,7 +425,7 @@ def latency_finding(client: str, stress: str, solo: Mapping[str, Any],
     base = solo.get("latency_us") or {}
     parts = [f"A batch-1 inference client ({client}) took p50/p99/p99.9 "
              f"{_ms(base.get('p50'))}/{_ms(base.get('p99'))}/{_ms(base.get('p999'))} ms alone."]
-    for mode in ("time-slicing", "mps"):
+    for mode in dict.fromkeys(p["mode"] for p in points):  # time-slicing, mps, mig
         group = [p for p in points if p["mode"] == mode and p.get("n")]
         if not group:
             continue

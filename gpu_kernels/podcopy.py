@@ -13,8 +13,9 @@ start skew between pods instead of trusting it.
 The copy prepares (CUDA context, buffers, warm-up: the worker's roles do) before it waits for
 the go instant, logs the worker's events as JSON lines, and ends with one ``summary`` line:
 identity (GPU UUID, PCI bus id), barrier (go instant, when it was ready, when it started, how
-late), the figures over the plan's ``window`` and rates over its ``phases`` (computed here,
-where the completion times are), and each event without its bulky arrays. The same summary,
+late), the figures over the plan's ``window`` (for the latency client also its requests'
+percentiles and CDF) and rates over its ``phases`` (computed here, where the completion times
+are), and each event without its bulky arrays. The same summary,
 cut to fit, goes to the termination message (``/dev/termination-log``, 4096 bytes), which the
 kubelet keeps in the pod's status: the runner reads results there where it cannot read logs.
 
@@ -133,6 +134,9 @@ class Copy:
         if window:
             out["figures"] = analysis.copy_figures(self.result, go + window["start_s"],
                                                    go + window["end_s"], window["trials"])
+            if self.spec.get("role") == "latency":  # the client: its requests' latencies
+                out["latency"] = analysis.client_latency(self.result, go + window["start_s"],
+                                                         go + window["end_s"])
         phases = self.plan.get("phases") or {}
         if phases:
             out["rates"] = {name: analysis.rate(self.result, go + a, go + b)
@@ -159,8 +163,9 @@ class Copy:
 
 
 def stress_plan(seconds: float, trials: int, ramp: float, tail: float) -> dict[str, Any]:
-    """A sharer's plan: launch from the go instant, measure ``seconds`` after a ``ramp``, keep
-    launching ``tail`` past the window (as gpu_kernels.interference.Window)."""
+    """A sharer's plan (and the latency client's): launch from the go instant, measure
+    ``seconds`` after a ``ramp``, keep launching ``tail`` past the window (as
+    gpu_kernels.interference.Window)."""
     end = ramp + seconds
     return {"commands": [{"at_s": 0.0, "cmd": "go", "t_go_s": 0.0, "t_stop_s": end + tail}],
             "window": {"start_s": ramp, "end_s": end, "trials": trials}}

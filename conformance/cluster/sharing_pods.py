@@ -1,5 +1,5 @@
 """N pods on one GPU, placed there by the cluster's own sharing, measured together: the
-engine of SHARE-INT-001 and SHARE-ISO-001/002 on every cluster target.
+engine of SHARE-INT-001, SHARE-ISO-001/002 and SHARE-LAT-001 on every cluster target.
 
 Placement: each pod asks for one unit of the resource the node's sharing offers
 (:mod:`conformance.checks.shared_gpu`: time-slicing, MPS or MIG, from its labels and
@@ -20,7 +20,7 @@ the go instant), the spread of those starts is the skew, and a skew beyond
 ``shared_gpu.MAX_START_SKEW_S`` makes the point not-run, never a figure. A late start caused by
 a slow start-up is tried once more with a longer lead.
 
-Results: the pod's last log line (``workloads.wait`` reads it through ``evidence.pod_logs``),
+Results: the pod's last log line (``workloads.wait`` reads it, or says why it could not),
 else its termination message: the kubelet keeps up to 4 KiB that the container wrote to
 ``/dev/termination-log`` in the pod's status, read with one more read of the pod.
 (A ConfigMap the pod writes would need a token and RBAC the restricted pods do not have.)
@@ -43,7 +43,7 @@ from conformance.checks.gpu_nodes import GpuNode
 from conformance.cluster import kernel_pods, pods, workloads
 from conformance.cluster.client import Cluster
 from conformance.cluster.namespaces import run_labels
-from gpu_kernels import analysis, interference, kernels, podcopy
+from gpu_kernels import analysis, interference, kernels, latency, podcopy
 from gpu_kernels.analysis import Thresholds
 
 # From creating the pods to the go instant: scheduling, a container start with the image
@@ -53,6 +53,7 @@ from gpu_kernels.analysis import Thresholds
 START_LEAD_S = 30.0
 RETRY_LEAD_S = 120.0
 WINDOW = interference.Window(seconds=3.0)
+LATENCY_WINDOW = interference.Window(seconds=4.0)  # as the suite's process control
 POD_TIMEOUT_S = 300.0  # after the go instant: the window, the tail, the pod ending
 BARRIER_VOLUME = "gpuconf-barrier"
 
@@ -164,7 +165,7 @@ def read_result(cluster: Cluster, namespace: str, r: workloads.WorkloadResult) -
     summary = _summary_from(message)
     if summary is not None:
         return PodOutcome(r.pod, r.node, r.phase, summary, "termination message", r.diagnosis)
-    log = (r.logs or "(empty)").strip()[-200:]
+    log = r.log_error or (r.logs or "(empty)").strip()[-200:]
     why = (f"its result could be read neither from its log ({log}) nor from its termination "
            f"message ({message[:200]})")
     return PodOutcome(r.pod, r.node, r.phase, None, None,
@@ -223,15 +224,27 @@ def judge_together(placement: shared_gpu.Placement, outcomes: list[PodOutcome],
     return done
 
 
+@dataclass(frozen=True)
+class Leads:
+    """From creating the pods to the go instant: first, and on the retry after a late start.
+    None: ``START_LEAD_S`` and ``RETRY_LEAD_S`` (tests set both short)."""
+
+    first: float | None = None
+    retry: float | None = None
+
+
 def run_counted(cluster: Cluster, namespace: str, run_id: str, image: str,
-                placement: shared_gpu.Placement, copies: list[PodCopy], name: str) -> Together:
+                placement: shared_gpu.Placement, copies: list[PodCopy], name: str,
+                leads: Leads = Leads()) -> Together:
     """:func:`run_together`, once more with a longer lead where a pod was ready too late."""
-    done = run_together(cluster, namespace, run_id, image, placement, copies, name)
+    first_lead = START_LEAD_S if leads.first is None else leads.first
+    done = run_together(cluster, namespace, run_id, image, placement, copies, name,
+                        lead_s=first_lead)
     if done.not_run and done.late:
         first = done.not_run
         done = run_together(cluster, namespace, run_id, image, placement, copies, name,
-                            lead_s=RETRY_LEAD_S)
-        done.tries.append(f"lead {START_LEAD_S:g} s: {first}")
+                            lead_s=RETRY_LEAD_S if leads.retry is None else leads.retry)
+        done.tries.append(f"lead {first_lead:g} s: {first}")
     return done
 
 
@@ -289,6 +302,75 @@ def interference_points(cluster: Cluster, namespace: str, run_id: str, image: st
             "thresholds": limits.as_dict(), "points": points, "pods": pods_seen,
             "max_start_skew_s": shared_gpu.MAX_START_SKEW_S,
             "verdict": "fail" if failed else "pass"}
+
+
+def client_copy(options: dict[str, Any], think_ms: float, window: interference.Window
+                ) -> PodCopy:
+    """The latency experiment's client: batch-1 requests over the sharers' window."""
+    return PodCopy(latency.client_spec(options, think_ms, 0),
+                   podcopy.stress_plan(window.seconds, window.trials, window.ramp, window.tail))
+
+
+def latency_points(cluster: Cluster, namespace: str, run_id: str, image: str,
+                   placement: shared_gpu.Placement, sharers: list[int],
+                   window: interference.Window = LATENCY_WINDOW, stress: str = "gemm",
+                   stress_options: dict[str, Any] | None = None,
+                   client_options: dict[str, Any] | None = None, think_ms: float = 1.0,
+                   leads: Leads = Leads()) -> dict[str, Any]:
+    """SHARE-LAT-001 between pods: the client pod alone, then beside each S sharer pods of
+    ``stress`` on its GPU (S + 1 pods: no more than one GPU's units), the points as
+    gpu_kernels.latency's (``mode``: the placement's sharing, which the time slice the p99s
+    imply reads for "time-slicing"), with the sharing and the pods' start skew.
+
+    Raises :class:`NotRun` when a point's pods do not count, or its client measured no
+    request (the reason names the point)."""
+    points: list[dict[str, Any]] = []
+    pods_seen: list[dict[str, Any]] = []
+    client = client_copy(dict(client_options or {}), think_ms, window)
+    stress_options, config = dict(stress_options or {}), None
+    for n in _counts(placement, [s + 1 for s in sharers]):
+        s = n - 1
+        copies = [client, *[stress_copy(stress, stress_options, window) for _ in range(s)]]
+        done = run_counted(cluster, namespace, run_id, image, placement, copies,
+                           f"latency-{s}", leads)
+        pods_seen.append({"sharers": s, "skew_s": done.skew_s, "lead_s": done.lead_s,
+                          "tries": done.tries, "pods": [o.brief() for o in done.outcomes]})
+        where = (f"the client pod {f'beside {s} sharer pod(s)' if s else 'alone'} on "
+                 f"{placement.node} ({placement.mode})")
+        if done.not_run:
+            raise NotRun(f"{where}: {done.not_run}")
+        c, rest = done.outcomes[0], done.outcomes[1:]
+        measured = (c.summary or {}).get("latency") or {}
+        figures = [(o.summary or {}).get("figures") or {} for o in rest]
+        if not measured.get("n") or any("rate" not in f for f in figures):
+            raise NotRun(f"{where}: a pod measured nothing (client {c.events('error')}, "
+                         f"sharers {[o.events('error') for o in rest]})")
+        ready = c.events("ready")
+        config = config or (ready[0] if ready else {}).get("config")
+        if s and not points[1:]:  # later sharers reuse the first sharer's launch sizing
+            sized = rest[0].events("ready")
+            stress_options = kernels.pinned(stress, stress_options,
+                                            (sized[0] if sized else {}).get("config") or {})
+        pt = analysis.latency_point_of("solo" if s == 0 else placement.sharing, s, measured,
+                                       figures)
+        pt["start_skew_s"] = done.skew_s
+        points.append(pt)
+    solo = points[0]
+    for p in points:
+        analysis.with_slowdowns(p, solo)
+    quantum = analysis.implied_quantum(points)
+    cfg = config or {}
+    described = (f"{cfg.get('layers')} x {cfg.get('hidden')}^2 bf16 GEMV layers, "
+                 f"{think_ms:g} ms think time, in a pod")
+    return {"experiment": "latency", "requirement": latency.REQUIREMENT,
+            "mode": placement.mode, "sharing": placement.sharing, "node": placement.node,
+            "resource": placement.resource, "units_per_gpu": placement.units_per_gpu,
+            "client": {"kernel": "infer", "config": cfg, "think_ms": think_ms},
+            "stress": {"kernel": stress, "options": stress_options},
+            "window": {"seconds": window.seconds, "ramp_s": window.ramp},
+            "points": points, "quantum": quantum, "pods": pods_seen,
+            "max_start_skew_s": shared_gpu.MAX_START_SKEW_S,
+            "finding": analysis.latency_finding(described, stress, solo, points[1:], quantum)}
 
 
 def memory_isolation(cluster: Cluster, namespace: str, run_id: str, image: str,
@@ -361,3 +443,4 @@ def fault_isolation(cluster: Cluster, namespace: str, run_id: str, image: str,
 
 
 pod_vs_process = analysis.pod_vs_process
+INTERFERENCE, LATENCY = analysis.INTERFERENCE, analysis.LATENCY  # what pod_vs_process compares

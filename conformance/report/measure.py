@@ -258,8 +258,8 @@ class PodVsProcess:
 def pod_vs_process(measurements: Mapping[str, Any]) -> list[PodVsProcess]:
     rows = []
     for obj in as_list(measurements.get("pod_vs_process")):
-        if not isinstance(obj, Mapping):
-            continue
+        if not isinstance(obj, Mapping) or obj.get("experiment", "interference") != "interference":
+            continue  # SHARE-LAT-001's rows (p50/p99/p99.9 per S) are in its tail_latency doc
         for p in as_list(obj.get("points")):
             if isinstance(p, Mapping):
                 rows.append(PodVsProcess(

@@ -81,3 +81,14 @@ def test_pods_against_processes_per_n_with_their_ratio() -> None:
     assert "Pods on one GPU against processes in one pod" in text and "0.997" in text
     assert "Other measurements" not in text
     assert "0.997" in html_report.pod_vs_process_block(rows)
+
+
+def test_the_latency_pods_against_processes_are_no_aggregate_rows() -> None:
+    """SHARE-LAT-001's rows (p50/p99/p99.9 per S) have no aggregate to show as one."""
+    latency = {"experiment": "latency", "kernel": "infer", "mode": "time-sliced pods",
+               "node": "h100", "points": [{"sharers": 1, "unit": "us", "pod_p99": 808.0,
+                                           "process_p99": 800.0, "p99_ratio": 1.01}]}
+    interference = {"kernel": "membw", "mode": "time-sliced pods", "node": "h100",
+                    "points": [{"copies": 2, "pod_aggregate": 3.0, "ratio": 0.9967}]}
+    rows = measure.pod_vs_process({"pod_vs_process": [latency, interference]})
+    assert [(r.kernel, r.copies) for r in rows] == [("membw", 2)]

@@ -203,3 +203,81 @@ def test_fault_isolation_between_time_sliced_pods_is_a_finding(tmp_path) -> None
                                          victim="membw", victim_options={"mib": 4})
     assert found["finding"] and found["details"]["faulter_illegal_address"]
     assert found["details"]["other_rate_before"] > 0
+
+
+# ---- SHARE-LAT-001 between pods: a batch-1 client beside time-sliced sharer pods -------------
+# A short first lead (the fake pods are ready in ~1 s); a late start is tried once more with the
+# longer one, as on a cluster, so a loaded test machine costs time, not a flaky verdict.
+QUICK = sharing_pods.Leads(first=2.5, retry=3.5)
+
+
+def latency_points(cluster: FakeCluster, where: shared_gpu.Placement,
+                   sharers: list[int]) -> dict:
+    return sharing_pods.latency_points(cluster, "ns", "r", "img", where,  # type: ignore[arg-type]
+                                       sharers, window=WINDOW, stress="membw",
+                                       stress_options={"mib": 4},
+                                       client_options={"hidden": 128, "layers": 2},
+                                       think_ms=0.5, leads=QUICK)
+
+
+def test_the_latency_client_pod_beside_time_sliced_sharer_pods_against_processes(
+        tmp_path) -> None:
+    cluster = FakeCluster(tmp_path)
+    where = placement(cluster, TIME_SLICED)
+    doc = latency_points(cluster, where, [1, 4])  # 4 sharers + the client: beyond 4 replicas
+    assert [(p["mode"], p["sharers"]) for p in doc["points"]] == [("solo", 0),
+                                                                 ("time-slicing", 1)]
+    solo, one = doc["points"]
+    assert solo["n"] > 0 and one["n"] > 0 and one["latency_us"]["p99"] > 0
+    assert one["sharer_rates"][0] > 0 and one["slowdown"]["p99"] is not None
+    assert one["start_skew_s"] <= shared_gpu.MAX_START_SKEW_S
+    assert doc["mode"] == "time-sliced pods" and doc["client"]["config"]["hidden"] == 128
+    assert "time-slicing" in doc["finding"] and "in a pod" in doc["finding"]
+    assert len({p["identity"]["uuid"] for p in doc["pods"][1]["pods"]}) == 1
+    assert [len(p["pods"]) for p in doc["pods"]] == [1, 2]
+    procs = [dict(p, latency_us={k: v / 2 for k, v in p["latency_us"].items()
+                                 if isinstance(v, float)}) for p in doc["points"]]
+    ratio = sharing_pods.pod_vs_process(doc["points"], procs, sharing_pods.LATENCY)
+    assert [r["sharers"] for r in ratio] == [0, 1] and ratio[1]["unit"] == "us"
+    assert ratio[1]["pod_p99"] == one["latency_us"]["p99"]
+    assert ratio[1]["p99_ratio"] == pytest.approx(2.0)
+    assert ratio[1]["p999_ratio"] == pytest.approx(2.0)
+
+
+def test_a_latency_pod_that_never_starts_is_not_run(tmp_path) -> None:
+    cluster = FakeCluster(tmp_path, {2: PodPlay(never_starts=True)})  # solo, then its sharer
+    with pytest.raises(sharing_pods.NotRun, match=r"the client pod beside 1 sharer pod\(s\) on "
+                                                  r"gpu-0 \(time-sliced pods\): .*never started: "
+                                                  "ErrImagePull"):
+        latency_points(cluster, placement(cluster, TIME_SLICED), [1])
+    assert all(p.deleted for p in cluster.pods.values())
+
+
+def test_a_latency_client_whose_result_is_readable_nowhere_is_not_run(tmp_path) -> None:
+    cluster = FakeCluster(tmp_path, {0: PodPlay(logs_readable=False,
+                                                keep_termination_message=False)})
+    with pytest.raises(sharing_pods.NotRun, match=r"the client pod alone on gpu-0 .*403 Forbidden.*"
+                                                  "no termination message"):
+        latency_points(cluster, placement(cluster, TIME_SLICED), [1])
+
+
+def test_a_latency_client_read_from_its_termination_message_counts(tmp_path) -> None:
+    cluster = FakeCluster(tmp_path, {0: PodPlay(logs_readable=False)})
+    doc = latency_points(cluster, placement(cluster, TIME_SLICED), [])
+    assert doc["pods"][0]["pods"][0]["source"] == "termination message"
+    assert doc["points"][0]["n"] > 0 and doc["points"][0]["latency_us"]["p999"] > 0
+
+
+def test_latency_pods_beyond_the_skew_bound_are_not_run(tmp_path) -> None:
+    late = PodPlay(start_delay_s=4.0)  # ready after the go instant, on both tries
+    cluster = FakeCluster(tmp_path, {2: late, 4: late})  # the sharer of S=1, and its retry
+    with pytest.raises(sharing_pods.NotRun, match=r"the client pod beside 1 .*beyond the 0\.2 s "
+                                                  r"bound: .*after the go instant"):
+        latency_points(cluster, placement(cluster, TIME_SLICED), [1])
+    assert len(cluster.created) == 5  # solo, then S=1 twice (the retry with the longer lead)
+
+
+def test_latency_pods_on_different_gpus_are_not_run(tmp_path) -> None:
+    cluster = FakeCluster(tmp_path, {2: PodPlay(gpu_index=1)})
+    with pytest.raises(sharing_pods.NotRun, match="different GPUs"):
+        latency_points(cluster, placement(cluster, TIME_SLICED), [1])

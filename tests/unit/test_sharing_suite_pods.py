@@ -109,3 +109,71 @@ def test_isolation_runs_between_pods_where_a_node_shares_a_gpu(env, monkeypatch,
     monkeypatch.setattr(suite.sharing_pods, f"{mode}_isolation", not_run)
     with pytest.raises(pytest.skip.Exception, match="a pod never started"):
         suite.test_isolation_finding(mode, Request([MPS]), env, [])
+
+
+def lat_point(mode: str, sharers: int, p99: float) -> dict:
+    return {"mode": mode, "sharers": sharers, "n": 2000,
+            "latency_us": {"p50": 300.0, "p99": p99, "p999": 2 * p99}}
+
+
+LAT_PROCESSES = {"experiment": "latency", "finding": "processes: p99 grows",
+                 "points": [lat_point("solo", 0, 400.0), lat_point("time-slicing", 1, 800.0),
+                            lat_point("time-slicing", 2, 1600.0)]}
+
+
+@pytest.fixture
+def lat_env(env, monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    monkeypatch.setattr(suite.kernel_pods, "run", lambda *a, **k: workloads.WorkloadResult(
+        "control", "gpu-0", "Succeeded", json.dumps(LAT_PROCESSES)))
+    return env
+
+
+def test_lat_measures_the_client_pod_beside_sharer_pods_against_processes(
+        lat_env, monkeypatch) -> None:
+    seen = {}
+
+    def engine(cluster, namespace, run_id, image, where, sharers):
+        seen.update(sharing=where.sharing, sharers=sharers)
+        return {"mode": where.mode, "node": "gpu-0", "resource": "nvidia.com/gpu",
+                "finding": "pods: p99 grows.",
+                "points": [lat_point("solo", 0, 404.0), lat_point("time-slicing", 1, 808.0),
+                           lat_point("time-slicing", 2, 1600.0)]}
+
+    monkeypatch.setattr(suite.sharing_pods, "latency_points", engine)
+    request = Request([TIME_SLICED])
+    suite.test_tail_latency_beside_time_sliced_sharers(request, lat_env, [])
+    assert seen == {"sharing": "time-slicing", "sharers": [1, 2, 4]}
+    text = request.props(FINDING)[0]
+    assert text.startswith("time-sliced pods on gpu-0 (nvidia.com/gpu): pods: p99 grows.")
+    assert "S=1: p99 pods 0.808 / processes 0.800 ms = 1.010" in text
+    recorded = [json.loads(m) for m in request.props(MEASUREMENT)]
+    versus = next(m["value"] for m in recorded if m["family"] == "pod_vs_process")
+    assert versus["experiment"] == "latency" and versus["mode"] == "time-sliced pods"
+    rows = {r["sharers"]: r for r in versus["points"]}
+    assert sorted(rows) == [0, 1, 2]
+    assert (rows[1]["pod_p50"], rows[1]["process_p50"], rows[1]["p50_ratio"]) == (300, 300, 1)
+    assert rows[1]["p99_ratio"] == pytest.approx(1.01)
+    assert rows[1]["pod_p999"] == 1616.0 and rows[1]["process_p999"] == 1600.0
+    assert [m["value"].get("mode") for m in recorded if m["family"] == "tail_latency"] == \
+        [None, "time-sliced pods"]  # the processes (the control), then the pods
+
+
+def test_lat_pods_that_do_not_count_make_the_check_not_run(lat_env, monkeypatch) -> None:
+    def engine(*_a):
+        raise sharing_pods.NotRun("the client pod alone on gpu-0 (time-sliced pods): pod "
+                                  "lat-0-0: pod never started: ErrImagePull")
+
+    monkeypatch.setattr(suite.sharing_pods, "latency_points", engine)
+    request = Request([TIME_SLICED])
+    with pytest.raises(pytest.skip.Exception, match=r"not-run.*never started: ErrImagePull"):
+        suite.test_tail_latency_beside_time_sliced_sharers(request, lat_env, [])
+    assert request.props(FINDING) == []
+
+
+def test_lat_on_whole_gpus_keeps_the_process_measurement(lat_env, monkeypatch) -> None:
+    monkeypatch.setattr(suite.sharing_pods, "latency_points",
+                        lambda *a: pytest.fail("no node shares a GPU: no pods"))
+    request = Request([WHOLE])
+    suite.test_tail_latency_beside_time_sliced_sharers(request, lat_env, [])
+    assert request.props(FINDING) == ["processes: p99 grows (processes in one pod: no node "
+                                      "lets two pods share a GPU, whole GPUs only)"]

@@ -6,9 +6,10 @@ together by a barrier through the API and checked from inside to share that GPU
 (conformance.cluster.sharing_pods). Pods that got other GPUs, never started, gave no readable
 result or started beyond the skew bound make the check not-run (with the reason),
 never a figure. The same copies as processes in one pod holding one GPU are the control of
-SHARE-INT-001: its finding gives, per N, the pods' aggregate, the processes' and their ratio.
+SHARE-INT-001 and SHARE-LAT-001: their findings give, per N, the pods' aggregate (per S
+sharers beside the latency client, its p50/p99/p99.9), the processes' and their ratio.
 Where no node lets two pods share a GPU (whole GPUs only), and on --target local, the
-processes are the measurement. SHARE-LAT-001 runs as processes only. Isolation results are
+processes are the measurement. Isolation results are
 findings: the check passes once it has measured what happened, and its message says what that
 was.
 
@@ -35,6 +36,7 @@ from conformance.run import local_gpu
 
 EXPERIMENT_TIMEOUT_S = 600.0
 POD_COUNTS = [2, 4]  # beside the solo pod; no more than one GPU's units on the node
+SHARERS = [1, 2, 4]  # beside the latency client; pods: no more than one GPU's units in all
 
 
 def _shared_gpu(request, gpu_env) -> shared_gpu.Placement | None:
@@ -138,9 +140,38 @@ def test_isolation_finding(mode, request, gpu_env, evidence):
 
 @pytest.mark.requirement("SHARE-LAT-001")
 def test_tail_latency_beside_time_sliced_sharers(request, gpu_env, evidence):
-    doc = _experiment(request, gpu_env, ["latency", "--sharers", "1,2,4", "--seconds", "4"])
+    doc = _experiment(request, gpu_env, ["latency", "--sharers", ",".join(map(str, SHARERS)),
+                                         "--seconds",
+                                         f"{sharing_pods.LATENCY_WINDOW.seconds:g}"])
     record_measurement(request, "tail_latency", doc)
     evidence.append(ev.Evidence("finding-tail-latency.json", json.dumps(
         {k: v for k, v in doc.items() if k != "points"}, indent=1, default=str)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
-    finding(request, str(doc["finding"]))
+    where = _shared_gpu(request, gpu_env)
+    if where is None:
+        finding(request, str(doc["finding"]) + ("" if gpu_env.target == "local" else
+                                                 " (processes in one pod: no node lets two "
+                                                 "pods share a GPU, whole GPUs only)"))
+        return
+    try:
+        pods = sharing_pods.latency_points(
+            gpu_env.require_cluster(), request.getfixturevalue("namespace"), gpu_env.run_id,
+            gpu_env.options.workload_image, where, SHARERS)
+    except sharing_pods.NotRun as exc:
+        _not_run(exc)
+    ratio = sharing_pods.pod_vs_process(pods["points"], doc.get("points") or [],
+                                        sharing_pods.LATENCY)
+    pods["pod_vs_process"] = ratio
+    record_measurement(request, "tail_latency", pods)
+    record_measurement(request, "pod_vs_process", {"experiment": "latency", "kernel": "infer",
+                                                   "mode": pods["mode"], "node": pods["node"],
+                                                   "points": ratio})
+    evidence.append(ev.Evidence("finding-tail-latency-pods.json",
+                                json.dumps(pods, indent=1, default=str)))
+    versus = "; ".join(
+        f"S={r['sharers']}: p99 pods {r['pod_p99'] / 1000:.3f} / processes "
+        f"{r['process_p99'] / 1000:.3f} ms = {r['p99_ratio']:.3f}"
+        for r in ratio if r.get("p99_ratio") is not None)
+    finding(request, f"{pods['mode']} on {pods['node']} ({pods['resource']}): "
+                     f"{pods['finding']} Against processes in one pod: "
+                     f"{versus or 'no common S'}.")

@@ -148,11 +148,15 @@ class FakeCluster:
             spec=SimpleNamespace(node_name=node, containers=[]),
             metadata=SimpleNamespace(deletion_timestamp=None))
 
-    def read_namespaced_pod_log(self, name: str, namespace: str, **_kw: Any) -> str:
+    def read_namespaced_pod_log(self, name: str, namespace: str, **kw: Any) -> Any:
+        """The log as the client returns it: raw (``_preload_content=False``, how
+        conformance.cluster.logs reads it) or text."""
         pod = self.pods[(namespace, name)]
         if not pod.play.logs_readable:
             raise ApiException(status=403, reason="Forbidden")
-        return pod.out
+        if kw.get("_preload_content", True):
+            return pod.out
+        return SimpleNamespace(data=pod.out.encode(), release_conn=lambda: None)
 
     def delete_namespaced_pod(self, name: str, namespace: str, **_kw: Any) -> None:
         pod = self.pods[(namespace, name)]
