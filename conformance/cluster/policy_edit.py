@@ -11,9 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, Conflict
 from conformance.cluster.waits import wait_for
 from conformance.nvidia import clusterpolicy
 
@@ -48,9 +46,10 @@ def update_spec(cluster: Cluster, name: str, change: Callable[[dict], None]) -> 
         try:
             cluster.custom.replace_cluster_custom_object(*clusterpolicy.API, name, live)
             return
-        except ApiException as exc:
-            if exc.status != 409 or attempt == CONFLICT_RETRIES:
+        except Conflict:
+            if attempt == CONFLICT_RETRIES:
                 raise
+
             time.sleep(0.2 * attempt)
 
 

@@ -29,7 +29,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance import __version__
 from conformance.cluster import rbac
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, Conflict, NotFound, already_done, read_or_none
 from conformance.common import interrupts
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
@@ -169,12 +169,10 @@ def create_job(cluster: Cluster, spec: JobSpec, progress: Progress) -> dict[str,
     batch = client.BatchV1Api(cluster.api_client)
     try:
         job = batch.create_namespaced_job(NAMESPACE, job_manifest(spec))
-    except ApiException as exc:
-        if exc.status == 409:
-            raise UsageError(f"a Job named {spec.name} already exists in {NAMESPACE}: "
-                             f"`gpuconf job delete --name {spec.name}`, or pass another "
-                             "--name") from None
-        raise
+    except Conflict:
+        raise UsageError(f"a Job named {spec.name} already exists in {NAMESPACE}: "
+                         f"`gpuconf job delete --name {spec.name}`, or pass another "
+                         "--name") from None
     progress(f"created Job {NAMESPACE}/{spec.name} (image {spec.image})")
     return job.to_dict()
 
@@ -183,12 +181,8 @@ def read_job(cluster: Cluster, name: str):
     """The Job ``name``, or None when there is none."""
     from kubernetes import client
 
-    try:
-        return client.BatchV1Api(cluster.api_client).read_namespaced_job(name, NAMESPACE)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return read_or_none(client.BatchV1Api(cluster.api_client).read_namespaced_job, name,
+                        NAMESPACE)
 
 
 def _finished(job) -> str | None:
@@ -249,16 +243,11 @@ def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True
     try:
         batch.delete_namespaced_job(name, NAMESPACE, propagation_policy="Background")
         found = True
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
         found = False
     for cm in chunks(cluster, name):  # owned by the Job; deleted here too, at once
-        try:
+        with already_done(NotFound):
             cluster.core.delete_namespaced_config_map(cm.metadata.name, NAMESPACE)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
     if found and wait:
         from conformance.cluster.waits import wait_for
 

@@ -12,10 +12,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubernetes.client.exceptions import ApiException
-
 from conformance.cluster import namespaces
-from conformance.cluster.client import Cluster, connect
+from conformance.cluster.client import Cluster, connect, read_or_none
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
 from conformance.nvidia import labels as L
@@ -75,13 +73,7 @@ def install_operator(args: Options, kubeconfig: str | None, target: str,
         progress(f"a GPU Operator is already installed (namespace {found}): left alone")
         return None
     ns = args.operator_namespace
-    try:
-        cluster.core.read_namespace(ns)
-        created = False
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        created = True
+    created = read_or_none(cluster.core.read_namespace, ns) is None
     cmd = [helm_binary(), "install", RELEASE]
     if args.operator_chart:
         cmd.append(args.operator_chart)
