@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 
-from conformance.cluster import namespaces
+from conformance.cluster import namespaces, rollout
 from conformance.cluster.client import (
     Cluster,
     Conflict,
@@ -153,11 +153,9 @@ def _wait_plugin(cluster: Cluster, profile: profiles.Profile, faults: list[str],
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * expected
 
     def rolled_out() -> bool:
-        ds = cluster.apps.read_namespaced_daemon_set(layout.name, layout.namespace)
-        status = ds.status
-        return ((status.desired_number_scheduled or 0) == expected
-                and (status.number_ready or 0) == expected
-                and status.observed_generation == ds.metadata.generation)
+        r = rollout.DaemonSetRollout.of(
+            cluster.apps.read_namespaced_daemon_set(layout.name, layout.namespace))
+        return r.desired == expected and r.done
 
     progress(f"waiting for the DRA kubelet plugin on {expected} node(s)")
     try:
