@@ -91,7 +91,50 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     plane = ControlPlane(name)  # validates the name
     chart, nb, profile = check_inputs(gpu_profile=gpu_profile, driver_root=driver_root,
                                       dev_root=dev_root, nvidia_src=nvidia_src)
+    _refuse_what_runs(name, plane, progress)
+    f = _preflight(nb)
+    state = _new_state(name, f, progress)
 
+    def mark(step: str) -> None:
+        state.timings[step] = round(time.monotonic() - t_start, 1)
+        state.save()
+
+    try:
+        cp_state = _start_with_control_plane(
+            plane, progress,
+            lambda: _node_side(state, f, nb, profile, gpu_injection,
+                               driver_root, dev_root, progress, mark))
+        mark("control_plane_ready")
+        _join(state, cp_state, nb, progress)
+        mark("node_ready")
+        _install_chart(state, cp_state, nb, chart, chart_values or {}, progress)
+        mark("daemonsets_rolled_out")
+        _wait_gpus(state, cp_state, progress)
+        mark("gpus_advertised")
+    except BaseException:
+        _remove_failed(state, progress)
+        raise
+    state.phase = "ready"
+    mark("total")
+    progress(f"node {state.node_name} Ready in {state.timings['node_ready']:.0f}s, NVIDIA "
+             f"DaemonSets rolled out at {state.timings['daemonsets_rolled_out']:.0f}s, "
+             f"{_gpu_words(state)} at {state.timings['total']:.0f}s; "
+             f"kubeconfig {state.kubeconfig}")
+    return state
+
+
+def _remove_failed(state: NodeState, progress: Progress) -> None:
+    """After a failed or interrupted up: everything it created goes, its logs stay."""
+    with interrupts.deferred():
+        progress(f"node up failed: removing what it created (logs kept in {state.logs})")
+        state.phase = "failed"
+        state.save()
+        down(state.name, progress=progress, keep_logs=True)
+
+
+def _refuse_what_runs(name: str, plane: ControlPlane, progress: Progress) -> None:
+    """A UsageError when this node, another node or a cluster of this name runs on the host;
+    what an interrupted run of this node left is removed."""
     existing = NodeState.load(name)
     if existing is not None:
         if any(procs.pid_alive(p) and procs.runs(p, existing.binaries.get(c, ""))
@@ -110,6 +153,9 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
         raise UsageError(f"a cluster named {name!r} is already running (kubeconfig "
                          f"{cp_existing.kubeconfig}); pick another name or stop it first")
 
+
+def _preflight(nb: binaries.NodeBinaries) -> host.HostFacts:
+    """This host's facts; a UsageError naming every reason it cannot run a node."""
     f = host.facts(nb.busybox)
     problems = host.preflight_problems(
         f, bridge=configs.BRIDGE, networks=[configs.POD_CIDR, f"{KUBERNETES_SERVICE_IP}/32"])
@@ -119,7 +165,12 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
         problems.append(why)
     if problems:
         raise UsageError(f"this host cannot run a node: {'; '.join(problems)}")
+    return f
 
+
+def _new_state(name: str, f: host.HostFacts, progress: Progress) -> NodeState:
+    """The node's folders made afresh and its state saved, with the host paths it will create
+    recorded before anything creates them."""
     folder = nodes_dir() / name
     if folder.exists():
         shutil.rmtree(folder)
@@ -143,37 +194,6 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     state.save()
     progress(f"node {state.node_name}: cgroup {f.cgroup}, snapshotter "
              f"{state.host['snapshotter']}, state in {folder}")
-
-    def mark(step: str) -> None:
-        state.timings[step] = round(time.monotonic() - t_start, 1)
-        state.save()
-
-    try:
-        cp_state = _start_with_control_plane(
-            plane, progress,
-            lambda: _node_side(state, f, nb, profile, gpu_injection,
-                               driver_root, dev_root, progress, mark))
-        mark("control_plane_ready")
-        _join(state, cp_state, nb, progress)
-        mark("node_ready")
-        _install_chart(state, cp_state, nb, chart, chart_values or {}, progress)
-        mark("daemonsets_rolled_out")
-        _wait_gpus(state, cp_state, progress)
-        mark("gpus_advertised")
-    except BaseException:
-        with interrupts.deferred():
-            progress("node up failed: removing what it created (logs kept in "
-                     f"{state.logs})")
-            state.phase = "failed"
-            state.save()
-            down(name, progress=progress, keep_logs=True)
-        raise
-    state.phase = "ready"
-    mark("total")
-    progress(f"node {state.node_name} Ready in {state.timings['node_ready']:.0f}s, NVIDIA "
-             f"DaemonSets rolled out at {state.timings['daemonsets_rolled_out']:.0f}s, "
-             f"{_gpu_words(state)} at {state.timings['total']:.0f}s; "
-             f"kubeconfig {state.kubeconfig}")
     return state
 
 
