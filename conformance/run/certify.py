@@ -37,6 +37,8 @@ def wait_driver_rollout(cluster: Cluster, namespace: str, version: str, timeout:
         return (f"{done}/{pods} driver pods on {version}, {len(labelled)}/{len(nodes)} nodes "
                 "report it")
 
+    progress(f"driver rollout: waiting up to {timeout:.0f}s for every driver pod to run "
+             f"{version} and be Ready, and GFD to report it on every GPU node")
     wait_until_done(f"the driver to roll out to {version}", pending, timeout=timeout,
                     interval=2.0, progress=progress, error=NotConverged,
                     tolerate_api_errors=False)
