@@ -10,13 +10,20 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import urllib3
 from kubernetes import client, config
-from kubernetes.client.exceptions import ApiException
+from kubernetes.client.exceptions import (
+    ApiException,
+    ConflictException,
+    ForbiddenException,
+    NotFoundException,
+    UnprocessableEntityException,
+)
 from kubernetes.config.config_exception import ConfigException
 
 from conformance.common import yamlfile
@@ -34,6 +41,15 @@ LOG_RETRY_STATUSES = (429, 503)
 PROBE_RETRY_TOTAL = 2
 # In a pod without a kubeconfig, connect() takes the pod's ServiceAccount from here.
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+# ---- API statuses, mapped once (kopf's way) -------------------------------------------------
+# The client raises these subclasses of ApiException for the statuses the suite acts on; code
+# catches the class (``except NotFound``), never compares ``exc.status``.
+NotFound = NotFoundException              # 404: no such object (or API not served)
+Conflict = ConflictException              # 409: already exists, or changed since it was read
+Forbidden = ForbiddenException            # 403: the identity may not do this
+Invalid = UnprocessableEntityException    # 422: the API server's validation refused it
+T = TypeVar("T")
 
 
 class RequestCounter:
@@ -196,11 +212,25 @@ def _one_line(exc: BaseException) -> str:
 
 
 @contextlib.contextmanager
-def already_done(*statuses: int) -> Iterator[None]:
-    """Around a write whose refusal with one of ``statuses`` means what it wanted is already
-    so: 404 on a delete (already gone), 409 on a create (already there)."""
-    try:
+def already_done(*errors: type[ApiException]) -> Iterator[None]:
+    """Around a write whose refusal with one of ``errors`` means what it wanted is already
+    so: NotFound on a delete (already gone), Conflict on a create (already there)."""
+    with contextlib.suppress(*errors):
         yield
-    except ApiException as exc:
-        if exc.status not in statuses:
-            raise
+
+
+
+def read_or_none(read: Callable[..., T], *args, **kwargs) -> T | None:
+    """``read(*args, **kwargs)``, or None when the object is not there (404)."""
+    try:
+        return read(*args, **kwargs)
+    except NotFound:
+        return None
+
+
+def create_or_replace(create: Callable[[], T], replace: Callable[[], T]) -> T:
+    """``create()``; when the object is already there (409), ``replace()`` it."""
+    try:
+        return create()
+    except Conflict:
+        return replace()

@@ -26,7 +26,7 @@ from conformance.checks import dra as rules
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.checks.rollout import pod_ready
 from conformance.cluster import pods
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, Forbidden, NotFound, already_done
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.nvidia import dra
@@ -128,9 +128,7 @@ def read_view(cluster: Cluster, *, gpucluster: bool = True) -> DraView:
     def read(what: str, call, default):
         try:
             return call()
-        except ApiException as exc:
-            if exc.status != 403:
-                raise
+        except Forbidden as exc:
             unreadable.append(f"{what}: {exc.status} {exc.reason}")
             return default
 
@@ -211,10 +209,8 @@ def read_gpucluster(cluster: Cluster) -> tuple[dict | None, bool]:
     """(the GPU Operator's GPUCluster or None, whether its CRD is served)."""
     try:
         items = cluster.custom.list_cluster_custom_object(*dra.GPUCLUSTER_API).get("items", [])
-    except ApiException as exc:
-        if exc.status == 404:
-            return None, False
-        raise
+    except NotFound:
+        return None, False
     return (items[0] if items else None), True
 
 
@@ -280,12 +276,10 @@ def create_claim(cluster: Cluster, namespace: str, prefix: str, spec: dict, run_
 
 
 def delete_claim(cluster: Cluster, namespace: str, name: str) -> None:
-    try:
+    with already_done(NotFound):
         cluster.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace,
                                                        "resourceclaims", name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+
 
 
 def claim_pod_manifest(prefix: str, run_id: str, *, template: str | None = None,

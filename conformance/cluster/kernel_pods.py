@@ -9,10 +9,8 @@ import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
-from kubernetes.client.exceptions import ApiException
-
 from conformance.cluster import workloads
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, Conflict, already_done
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.pods import PodSpec
 
@@ -38,11 +36,9 @@ def ensure_config_map(cluster: Cluster, namespace: str, run_id: str) -> None:
     body = {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": CONFIG_MAP, "labels": run_labels(run_id)},
             "data": {key: text for key, (_path, text) in files.items()}}
-    try:
+    with already_done(Conflict):
         cluster.core.create_namespaced_config_map(namespace, body)
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+
 
 
 def kernel_pod(args: list[str], *, image: str, gpus: int = 1, resource: str = "nvidia.com/gpu",

@@ -14,14 +14,13 @@ import contextlib
 import datetime as dt
 import os
 import threading
-import time
 from collections.abc import Iterator
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.client import Cluster
-from conformance.cluster.waits import WaitTimeout
+from conformance.cluster.client import Cluster, Conflict, NotFound, already_done, read_or_none
+from conformance.cluster.waits import wait_for
 
 LOCK_NAMESPACE = "gpuconf-system"
 LEASE_SECONDS = 60        # a dead holder's Lease is taken over after this long
@@ -62,25 +61,29 @@ class _Holder:
                 "metadata": {"name": self.name, "namespace": LOCK_NAMESPACE},
                 "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": LEASE_SECONDS,
                          "acquireTime": _now(), "renewTime": _now()}}
-        deadline = time.monotonic() + ACQUIRE_TIMEOUT_S
         holder = None
-        while True:
-            try:
+
+        def created() -> bool:
+            with already_done(Conflict):
                 self.api.create_namespaced_lease(LOCK_NAMESPACE, body)
-                break
-            except ApiException as exc:
-                if exc.status != 409:
-                    raise
+                return True
+            return False
+
+        def taken() -> bool:
+            nonlocal holder
+            if created():
+                return True
             lease = self._read()
-            if lease is not None:
-                holder = lease.spec.holder_identity
-                if _expired(lease):  # its holder died: take the Lease over, if still so
-                    self._delete_if_unchanged(lease)
-                    continue
-            if time.monotonic() > deadline:
-                raise WaitTimeout(f"timed out after {ACQUIRE_TIMEOUT_S:.0f}s waiting for lock "
-                                  f"{LOCK_NAMESPACE}/{self.name}, held by {holder}")
-            time.sleep(1.0)
+            if lease is None:
+                return False
+            holder = lease.spec.holder_identity
+            if not _expired(lease):
+                return False
+            self._delete_if_unchanged(lease)  # its holder died: take the Lease over, if still so
+            return created()
+
+        wait_for(f"lock {LOCK_NAMESPACE}/{self.name}", taken, timeout=ACQUIRE_TIMEOUT_S,
+                 interval=1.0, tolerate_api_errors=False, describe_last=lambda: f"held by {holder}")
         self.renewer.start()
 
     def release(self) -> None:
@@ -101,22 +104,14 @@ class _Holder:
                 self.api.replace_namespaced_lease(self.name, LOCK_NAMESPACE, lease)
 
     def _read(self):
-        try:
-            return self.api.read_namespaced_lease(self.name, LOCK_NAMESPACE)
-        except ApiException as exc:
-            if exc.status == 404:
-                return None
-            raise
+        return read_or_none(self.api.read_namespaced_lease, self.name, LOCK_NAMESPACE)
 
     def _delete_if_unchanged(self, lease) -> None:
         """Delete the Lease as read: a 409 means someone renewed or took it meanwhile."""
         options = client.V1DeleteOptions(preconditions=client.V1Preconditions(
             resource_version=lease.metadata.resource_version, uid=lease.metadata.uid))
-        try:
+        with already_done(NotFound, Conflict):
             self.api.delete_namespaced_lease(self.name, LOCK_NAMESPACE, body=options)
-        except ApiException as exc:
-            if exc.status not in (404, 409):
-                raise
 
 
 @contextlib.contextmanager

@@ -12,7 +12,7 @@ import time
 
 from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.client import Cluster, already_done
+from conformance.cluster.client import Cluster, NotFound, already_done, read_or_none
 from conformance.cluster.waits import wait_for
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
@@ -53,13 +53,8 @@ def create_namespace(cluster: Cluster, test_name: str, run_id: str) -> str:
 
 def wait_for_default_service_account(cluster: Cluster, namespace: str) -> None:
     def exists() -> bool:
-        try:
-            cluster.core.read_namespaced_service_account("default", namespace)
-        except ApiException as exc:
-            if exc.status == 404:
-                return False
-            raise
-        return True
+        return read_or_none(cluster.core.read_namespaced_service_account, "default",
+                            namespace) is not None
 
     wait_for(f"the default ServiceAccount of namespace {namespace}", exists,
              timeout=SERVICE_ACCOUNT_TIMEOUT_S, interval=0.1)
@@ -70,9 +65,7 @@ def delete_namespace(cluster: Cluster, name: str, *, wait: bool = False,
     try:
         cluster.core.delete_namespace(name, grace_period_seconds=0,
                                       propagation_policy="Background")
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
         return
     force_delete_pods(cluster, name)
     if wait:
@@ -96,22 +89,22 @@ def wait_until_deleted(cluster: Cluster, name: str, *, description: str | None =
 def force_delete_pods(cluster: Cluster, name: str) -> None:
     """Pods on KWOK nodes only go once their deletion is played out (the namespace controller
     deletes them with their 30 s grace period and comes back after it): force them now."""
-    try:
+    with already_done(NotFound):
         for pod in cluster.core.list_namespaced_pod(name).items:
-            with already_done(404):
+            with already_done(NotFound):
                 cluster.core.delete_namespaced_pod(pod.metadata.name, name,
                                                    grace_period_seconds=0)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
 
 
 def _gone(cluster: Cluster, name: str) -> bool:
     try:
         cluster.core.read_namespace(name)
-    except ApiException as exc:
-        return exc.status == 404
+    except NotFound:
+        return True
+    except ApiException:
+        return False
     return False
+
 
 
 def leftover_namespaces(cluster: Cluster, run_id: str | None = None) -> list[str]:

@@ -7,9 +7,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass, field
 
-from kubernetes.client.exceptions import ApiException
-
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, NotFound, already_done
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.nvidia import labels as L
 
@@ -177,11 +175,9 @@ def describe(cluster: Cluster, namespace: str, name: str) -> str:
 
 
 def delete(cluster: Cluster, namespace: str, name: str) -> None:
-    try:
+    with already_done(NotFound):
         cluster.core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+
 
 
 UNFINISHED = "status.phase!=Succeeded,status.phase!=Failed"

@@ -11,9 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes.client.exceptions import ApiException
-
-from conformance.cluster.client import Cluster
+from conformance.cluster import rollout
+from conformance.cluster.client import Cluster, Conflict
 from conformance.cluster.waits import wait_for
 from conformance.nvidia import clusterpolicy
 
@@ -48,9 +47,10 @@ def update_spec(cluster: Cluster, name: str, change: Callable[[dict], None]) -> 
         try:
             cluster.custom.replace_cluster_custom_object(*clusterpolicy.API, name, live)
             return
-        except ApiException as exc:
-            if exc.status != 409 or attempt == CONFLICT_RETRIES:
+        except Conflict:
+            if attempt == CONFLICT_RETRIES:
                 raise
+
             time.sleep(0.2 * attempt)
 
 
@@ -78,21 +78,9 @@ def change_field(cluster: Cluster, name: str, path: Sequence[str], value: Any) -
     return change
 
 
-def operands_settled(cluster: Cluster, namespace: str) -> list[str]:
-    """The operand DaemonSets of ``namespace`` that are not rolled out and Ready (empty: all)."""
-    out = []
-    for ds in cluster.apps.list_namespaced_daemon_set(namespace).items:
-        s = ds.status
-        desired = s.desired_number_scheduled or 0
-        if (s.observed_generation != ds.metadata.generation
-                or (s.updated_number_scheduled or 0) != desired
-                or (s.number_ready or 0) != desired):
-            out.append(f"{ds.metadata.name} ({s.number_ready or 0}/{desired} ready, "
-                       f"{s.updated_number_scheduled or 0} updated)")
-    return out
-
-
 def wait_operands_settled(cluster: Cluster, namespace: str, timeout: float) -> None:
-    wait_for(f"the operand DaemonSets in {namespace} to settle", lambda: not operands_settled(
-        cluster, namespace), timeout=timeout, interval=1.0,
-        describe_last=lambda: "; ".join(operands_settled(cluster, namespace)))
+    """Until every operand DaemonSet of ``namespace`` is rolled out and Ready."""
+    wait_for(f"the operand DaemonSets in {namespace} to settle",
+             lambda: not rollout.daemonsets_not_done(cluster, namespace), timeout=timeout,
+             interval=1.0,
+             describe_last=lambda: "; ".join(rollout.daemonsets_not_done(cluster, namespace)))

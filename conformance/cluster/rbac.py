@@ -9,9 +9,8 @@ from pathlib import Path
 
 import yaml
 from kubernetes import utils
-from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, Conflict
 
 MANIFEST = Path(__file__).with_name("gpuconf-rbac.yaml")
 NAMESPACE = "gpuconf-system"
@@ -30,7 +29,8 @@ def apply(cluster: Cluster) -> list[str]:
         try:
             utils.create_from_dict(cluster.api_client, doc)
         except utils.FailToCreateError as exc:
-            if not all(isinstance(e, ApiException) and e.status == 409 for e in exc.api_exceptions):
+            if not all(isinstance(e, Conflict) for e in exc.api_exceptions):
+
                 raise
         done.append(f"{doc['kind']}/{doc['metadata']['name']}")
     return done

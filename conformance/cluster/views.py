@@ -9,13 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import yaml
-from kubernetes.client.exceptions import ApiException
 
 from conformance.checks import gpu_nodes
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.checks.rollout import OperatorView
 from conformance.cluster import dra as cluster_dra
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, Forbidden, NotFound, already_done, read_or_none
 from conformance.cluster.pods import UNFINISHED
 from conformance.nvidia import clusterpolicy, gfd_contract, operands
 from conformance.nvidia import device_plugin_chart as chart
@@ -137,11 +136,9 @@ def read_gpu_stack(cluster: Cluster, operator_namespace: str) -> GpuStack:
     policy, crd = _cluster_policy(cluster)
     stack = GpuStack(operator_namespace, deployments, policy, crd)
     if policy is None:
-        try:
+        # not granted (Forbidden): the DRA suite says so, this view goes without
+        with already_done(Forbidden):
             stack.gpucluster = cluster_dra.read_gpucluster(cluster)[0]
-        except ApiException as exc:
-            if exc.status != 403:  # not granted: the DRA suite says so, this view goes without
-                raise
     if stack.operator_installed:
         view = read_operator_view(cluster, operator_namespace)
         stack.operator_view = view
@@ -169,10 +166,8 @@ def _cluster_policy(cluster: Cluster) -> tuple[ClusterPolicy | None, bool]:
     """(the first ClusterPolicy or None, whether its CRD is served)."""
     try:
         items = cluster.custom.list_cluster_custom_object(*clusterpolicy.API).get("items", [])
-    except ApiException as exc:
-        if exc.status == 404:
-            return None, False
-        raise
+    except NotFound:
+        return None, False
     return (ClusterPolicy(items[0]) if items else None), True
 
 
@@ -198,13 +193,11 @@ def read_sharing_docs(cluster: Cluster, stack: GpuStack) -> SharingDocs | None:
     if source is None:
         return None
     namespace, name, default = source
-    try:
-        cm = cluster.core.read_namespaced_config_map(name, namespace)
-    except ApiException as exc:
-        if exc.status == 404:
-            return SharingDocs(name, namespace, default, {},
-                               {"": f"ConfigMap {namespace}/{name} not found"})
-        raise
+    cm = read_or_none(cluster.core.read_namespaced_config_map, name, namespace)
+    if cm is None:
+        return SharingDocs(name, namespace, default, {},
+                           {"": f"ConfigMap {namespace}/{name} not found"})
+
     docs, errors = {}, {}
     for key, text in (cm.data or {}).items():
         try:

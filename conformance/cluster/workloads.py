@@ -14,7 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.cluster import pods
 from conformance.cluster.client import Cluster
 from conformance.cluster.pods import PodSpec
-from conformance.cluster.waits import Announcer
+from conformance.cluster.waits import WaitTimeout, wait_for
 
 DEFAULT_CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 START_TIMEOUT_S = 300.0  # a CUDA image pull on a fresh GPU node
@@ -88,32 +88,40 @@ def wait(cluster: Cluster, namespace: str, name: str, *,
          timeout: float = RUN_TIMEOUT_S) -> WorkloadResult:
     """Until the pod ends, is stuck starting, or the timeout: never a hang. Waits longer than a
     few seconds say which pod, on which node, in which state, and for how long."""
-    deadline = time.monotonic() + timeout
     start_deadline = time.monotonic() + START_TIMEOUT_S
-    announcer = Announcer(f"pod {namespace}/{name} to finish", timeout)
-    while True:
+    seen = []  # the pod as last read
+
+    def ended() -> WorkloadResult | None:
         pod = cluster.core.read_namespaced_pod(name, namespace)
+        seen[:] = [pod]
         phase = pod.status.phase
         statuses = pod.status.container_statuses or []
-        announcer.tick(f"{phase} on node {pod.spec.node_name or '(not scheduled)'}")
         if phase in ("Succeeded", "Failed"):
             logs, log_error = _logs(cluster, namespace, name)
             return WorkloadResult(name, pod.spec.node_name, phase, logs,
                                   _terminated_diagnosis(statuses, pod), log_error)
         waiting = [s.state.waiting.reason for s in statuses if s.state and s.state.waiting]
         stuck = [r for r in waiting if r in _STUCK_REASONS]
-        now = time.monotonic()
-        if stuck or (phase == "Pending" and now > start_deadline):
+        if stuck or (phase == "Pending" and time.monotonic() > start_deadline):
             detail = stuck[0] if stuck else pods.describe(cluster, namespace, name)
             return WorkloadResult(name, pod.spec.node_name, phase or "Pending", "",
                                   f"pod never started: {detail}")
-        if now > deadline:
-            logs, _error = _logs(cluster, namespace, name)
-            return WorkloadResult(name, pod.spec.node_name, phase, logs,
-                                  f"still {phase} on node {pod.spec.node_name} after "
-                                  f"{timeout:.0f}s" + ("" if logs.strip() else
-                                                       " without printing anything"))
-        time.sleep(1.0)
+        return None
+
+    def where() -> str:
+        pod = seen[0]
+        return f"{pod.status.phase} on node {pod.spec.node_name or '(not scheduled)'}"
+
+    try:
+        return wait_for(f"pod {namespace}/{name} to finish", ended, timeout=timeout,
+                        interval=1.0, tolerate_api_errors=False, state=where)
+    except WaitTimeout:
+        pod = seen[0]
+        logs, _error = _logs(cluster, namespace, name)
+        return WorkloadResult(name, pod.spec.node_name, pod.status.phase, logs,
+                              f"still {pod.status.phase} on node {pod.spec.node_name} after "
+                              f"{timeout:.0f}s" + ("" if logs.strip() else
+                                                   " without printing anything"))
 
 
 def _logs(cluster: Cluster, namespace: str, name: str) -> tuple[str, str | None]:

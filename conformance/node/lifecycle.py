@@ -27,6 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from conformance.build import binaries
+from conformance.cluster import rollout
+from conformance.cluster.client import connect
+from conformance.cluster.waits import wait_until_done
 from conformance.common import interrupts
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
@@ -88,7 +91,50 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     plane = ControlPlane(name)  # validates the name
     chart, nb, profile = check_inputs(gpu_profile=gpu_profile, driver_root=driver_root,
                                       dev_root=dev_root, nvidia_src=nvidia_src)
+    _refuse_what_runs(name, plane, progress)
+    f = _preflight(nb)
+    state = _new_state(name, f, progress)
 
+    def mark(step: str) -> None:
+        state.timings[step] = round(time.monotonic() - t_start, 1)
+        state.save()
+
+    try:
+        cp_state = _start_with_control_plane(
+            plane, progress,
+            lambda: _node_side(state, f, nb, profile, gpu_injection,
+                               driver_root, dev_root, progress, mark))
+        mark("control_plane_ready")
+        _join(state, cp_state, nb, progress)
+        mark("node_ready")
+        _install_chart(state, cp_state, nb, chart, chart_values or {}, progress)
+        mark("daemonsets_rolled_out")
+        _wait_gpus(state, cp_state, progress)
+        mark("gpus_advertised")
+    except BaseException:
+        _remove_failed(state, progress)
+        raise
+    state.phase = "ready"
+    mark("total")
+    progress(f"node {state.node_name} Ready in {state.timings['node_ready']:.0f}s, NVIDIA "
+             f"DaemonSets rolled out at {state.timings['daemonsets_rolled_out']:.0f}s, "
+             f"{_gpu_words(state)} at {state.timings['total']:.0f}s; "
+             f"kubeconfig {state.kubeconfig}")
+    return state
+
+
+def _remove_failed(state: NodeState, progress: Progress) -> None:
+    """After a failed or interrupted up: everything it created goes, its logs stay."""
+    with interrupts.deferred():
+        progress(f"node up failed: removing what it created (logs kept in {state.logs})")
+        state.phase = "failed"
+        state.save()
+        down(state.name, progress=progress, keep_logs=True)
+
+
+def _refuse_what_runs(name: str, plane: ControlPlane, progress: Progress) -> None:
+    """A UsageError when this node, another node or a cluster of this name runs on the host;
+    what an interrupted run of this node left is removed."""
     existing = NodeState.load(name)
     if existing is not None:
         if any(procs.pid_alive(p) and procs.runs(p, existing.binaries.get(c, ""))
@@ -107,6 +153,9 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
         raise UsageError(f"a cluster named {name!r} is already running (kubeconfig "
                          f"{cp_existing.kubeconfig}); pick another name or stop it first")
 
+
+def _preflight(nb: binaries.NodeBinaries) -> host.HostFacts:
+    """This host's facts; a UsageError naming every reason it cannot run a node."""
     f = host.facts(nb.busybox)
     problems = host.preflight_problems(
         f, bridge=configs.BRIDGE, networks=[configs.POD_CIDR, f"{KUBERNETES_SERVICE_IP}/32"])
@@ -116,7 +165,12 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
         problems.append(why)
     if problems:
         raise UsageError(f"this host cannot run a node: {'; '.join(problems)}")
+    return f
 
+
+def _new_state(name: str, f: host.HostFacts, progress: Progress) -> NodeState:
+    """The node's folders made afresh and its state saved, with the host paths it will create
+    recorded before anything creates them."""
     folder = nodes_dir() / name
     if folder.exists():
         shutil.rmtree(folder)
@@ -140,37 +194,6 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
     state.save()
     progress(f"node {state.node_name}: cgroup {f.cgroup}, snapshotter "
              f"{state.host['snapshotter']}, state in {folder}")
-
-    def mark(step: str) -> None:
-        state.timings[step] = round(time.monotonic() - t_start, 1)
-        state.save()
-
-    try:
-        cp_state = _start_with_control_plane(
-            plane, progress,
-            lambda: _node_side(state, f, nb, profile, gpu_injection,
-                               driver_root, dev_root, progress, mark))
-        mark("control_plane_ready")
-        _join(state, cp_state, nb, progress)
-        mark("node_ready")
-        _install_chart(state, cp_state, nb, chart, chart_values or {}, progress)
-        mark("daemonsets_rolled_out")
-        _wait_gpus(state, cp_state, progress)
-        mark("gpus_advertised")
-    except BaseException:
-        with interrupts.deferred():
-            progress("node up failed: removing what it created (logs kept in "
-                     f"{state.logs})")
-            state.phase = "failed"
-            state.save()
-            down(name, progress=progress, keep_logs=True)
-        raise
-    state.phase = "ready"
-    mark("total")
-    progress(f"node {state.node_name} Ready in {state.timings['node_ready']:.0f}s, NVIDIA "
-             f"DaemonSets rolled out at {state.timings['daemonsets_rolled_out']:.0f}s, "
-             f"{_gpu_words(state)} at {state.timings['total']:.0f}s; "
-             f"kubeconfig {state.kubeconfig}")
     return state
 
 
@@ -247,9 +270,9 @@ def restart_kubelet(name: str = "gpuconf", *, progress: Progress = print) -> flo
     procs.stop(state.pids["kubelet"], state.binaries["kubelet"])
     procs.start(state, "kubelet", state.commands["kubelet"],
                 env=state.environments.get("kubelet"))
-    c = kube.api(cp.kubeconfig)
-    kube.wait(f"node {state.node_name} to be Ready", lambda: kube.node_ready(c, state.node_name),
-              timeout=NODE_READY_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    c = connect(str(cp.kubeconfig))
+    _wait(state, f"node {state.node_name} to be Ready", lambda: kube.node_ready(c, state.node_name),
+          timeout=NODE_READY_TIMEOUT_S, progress=progress)
     return time.monotonic() - t0
 
 
@@ -273,10 +296,8 @@ def status(name: str = "gpuconf") -> dict:
     }
     if out["running"]:
         with contextlib.suppress(Exception):
-            from kubernetes import client
-
-            node = client.CoreV1Api(kube.api(state.kubeconfig)).read_node(
-                state.node_name, _request_timeout=5)
+            node = connect(str(state.kubeconfig)).core.read_node(state.node_name,
+                                                                 _request_timeout=5)
             out["ready"] = any(c.type == "Ready" and c.status == "True"
                                for c in node.status.conditions or [])
             out["gpu_resource"], out["gpus_allocatable"] = gpu_resource_of(
@@ -451,6 +472,13 @@ def import_archive(name: str, archive: Path, *, progress: Progress = print) -> l
     return refs
 
 
+def _wait(state: NodeState, description: str, pending: Callable[[], str | None], *,
+          timeout: float, progress: Progress) -> float:
+    """A bring-up wait: NotConverged on timeout, stopped at once when a node process dies."""
+    return wait_until_done(description, pending, timeout=timeout, progress=progress,
+                           alive=_alive_check(state), error=NotConverged)
+
+
 def _alive_check(state: NodeState) -> Callable[[], None]:
     def check() -> None:
         for component in ("containerd", "kubelet", "relay"):
@@ -464,7 +492,7 @@ def _alive_check(state: NodeState) -> Callable[[], None]:
 
 def _join(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries,
           progress: Progress) -> None:
-    c = kube.api(cp.kubeconfig)
+    c = connect(str(cp.kubeconfig))
     token = kube.bootstrap_token(c)
     kube.join_rbac(c)
     kube.runtime_class(c)
@@ -494,15 +522,13 @@ def _join(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries,
         f"--cert-dir={p.kubelet_pki}", f"--root-dir={KUBELET_ROOT}",
         f"--hostname-override={state.node_name}", f"--node-ip={configs.NODE_IP}",
         f"--node-labels={labels}", "--v=2"])
-    kube.wait(f"node {state.node_name} to be Ready", lambda: kube.node_ready(c, state.node_name),
-              timeout=NODE_READY_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    _wait(state, f"node {state.node_name} to be Ready", lambda: kube.node_ready(c, state.node_name),
+          timeout=NODE_READY_TIMEOUT_S, progress=progress)
     progress(f"node {state.node_name} Ready {time.monotonic() - t0:.1f}s after the kubelet "
              "started")
     source = state.gpu["source"] + (f" {state.gpu['profile']}" if state.gpu.get("profile")
                                     else "")
-    from kubernetes import client
-
-    client.CoreV1Api(c).patch_node(state.node_name, {"metadata": {"annotations": {
+    c.core.patch_node(state.node_name, {"metadata": {"annotations": {
         GPU_SOURCE_ANNOTATION: source}}})
 
 
@@ -515,18 +541,17 @@ def _accepts(ip: str, port: int) -> bool:
 
 
 def _wait_gpus(state: NodeState, cp: ClusterState, progress: Progress) -> None:
-    c = kube.api(cp.kubeconfig)
+    c = connect(str(cp.kubeconfig))
     resource, want = chartmod.advertised(state.chart.get("values") or {}, state.gpu.get("count"))
     try:
-        kube.wait(f"{resource} advertised by the device plugin",
-                  lambda: kube.gpus_advertised(c, state.node_name, resource, want),
-                  timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+        _wait(state, f"{resource} advertised by the device plugin",
+              lambda: kube.gpus_advertised(c, state.node_name, resource, want),
+              timeout=GPUS_TIMEOUT_S, progress=progress)
     except NotConverged as exc:
         said = kube.last_error_logged(c, chartmod.NAMESPACE, chartmod.PLUGIN_CONTAINER)
         raise NotConverged(f"{exc}; {said or 'the plugin logged no error'}") from exc
-    kube.wait("GFD labels on the node (through NFD)",
-              lambda: kube.gfd_labels(c, state.node_name),
-              timeout=GPUS_TIMEOUT_S, progress=progress, alive=_alive_check(state))
+    _wait(state, "GFD labels on the node (through NFD)",
+          lambda: kube.gfd_labels(c, state.node_name), timeout=GPUS_TIMEOUT_S, progress=progress)
 
 
 def _install_chart(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries, chart: Path,
@@ -545,12 +570,11 @@ def _install_chart(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries
                      folder=state.path, log=state.logs / "helm.log", upgrade=upgrade)
     if not wait:
         return
-    c = kube.api(cp.kubeconfig)
+    c = connect(str(cp.kubeconfig))
     try:
-        seconds = kube.wait(f"the NVIDIA DaemonSets in {chartmod.NAMESPACE} to roll out",
-                            lambda: kube.rolled_out(c, chartmod.NAMESPACE),
-                            timeout=ROLLOUT_TIMEOUT_S, progress=progress,
-                            alive=_alive_check(state))
+        seconds = _wait(state, f"the NVIDIA DaemonSets in {chartmod.NAMESPACE} to roll out",
+                        lambda: rollout.workloads_pending(c, chartmod.NAMESPACE),
+                        timeout=ROLLOUT_TIMEOUT_S, progress=progress)
     except NotConverged as exc:
         raise NotConverged(f"{exc}; pods: {kube.not_running_pods(c, chartmod.NAMESPACE)}; "
                            f"events: {kube.warning_events(c, chartmod.NAMESPACE)}") from exc

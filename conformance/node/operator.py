@@ -22,9 +22,13 @@ from typing import Any
 
 import yaml
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from conformance.build import binaries
+from conformance.cluster import rollout
+from conformance.cluster.client import Cluster, connect
 from conformance.cluster.logs import read_pod_log
+from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.node import chart as chartmod
@@ -171,15 +175,16 @@ def install(name: str, *, chart: str | Path, progress: Progress = print,
     images.write_archive([image(build, nb)], archive)
     lifecycle.import_archive(name, archive, progress=progress)
     _host_for_validator(state, progress)
-    c = kube.api(cp.kubeconfig)
+    c = connect(str(cp.kubeconfig))
     # the operator deploys the plugin and GFD: the chart's own go first, so that two plugins
     # never share the kubelet socket (a stopping plugin removes the socket path it served)
     lifecycle.reconfigure(name, chart_values={"devicePlugin": {"enabled": False},
                                               "gfd": {"enabled": False}},
                           progress=progress, wait=False)
     state = lifecycle.require_up(name)  # as reconfigure left it
-    kube.wait("the device plugin chart's plugin and GFD to stop",
-              lambda: _chart_gpu_pods(c), timeout=120, progress=progress)
+    wait_until_done("the device plugin chart's plugin and GFD to stop",
+                    lambda: _chart_gpu_pods(c), timeout=120, progress=progress,
+                    error=NotConverged)
     dev_char = HOST_MODPROBE.exists()
     if not dev_char:
         progress(f"no {HOST_MODPROBE} on this host: the validator is told not to create the "
@@ -201,10 +206,9 @@ def install(name: str, *, chart: str | Path, progress: Progress = print,
                                "chart": str(chart_dir), "version": build.version}
     state.save()
     try:
-        kube.wait("the GPU Operator's ClusterPolicy to be ready",
-                  lambda: policy_not_ready(c, state.node_name, resource, want),
-                  timeout=timeout,
-                  progress=progress)
+        wait_until_done("the GPU Operator's ClusterPolicy to be ready",
+                        lambda: policy_not_ready(c, state.node_name, resource, want),
+                        timeout=timeout, progress=progress, error=NotConverged)
     except NotConverged as exc:
         raise NotConverged(f"{exc}; {validator_progress(c)}") from exc
     seconds = time.monotonic() - t0
@@ -225,21 +229,21 @@ def _host_for_validator(state: NodeState, progress: Progress) -> None:
                                  f"{path}", progress)
 
 
-def _chart_gpu_pods(c: client.ApiClient) -> str | None:
-    pods = client.CoreV1Api(c).list_namespaced_pod(chartmod.NAMESPACE).items
+def _chart_gpu_pods(c: Cluster) -> str | None:
+    pods = c.core.list_namespaced_pod(chartmod.NAMESPACE).items
     left = [p.metadata.name for p in pods if chartmod.NFD_SUBCHART not in p.metadata.name]
     return f"still running: {', '.join(left)}" if left else None
 
 
-def policy_not_ready(c: client.ApiClient, node: str, resource: str,
+def policy_not_ready(c: Cluster, node: str, resource: str,
                      want: int | None) -> str | None:
     """None once the ClusterPolicy is ready with the node as a GPU node, its operands rolled
     out and ``want`` of ``resource`` advertised by the operator's device plugin; else why."""
-    items = client.CustomObjectsApi(c).list_cluster_custom_object(*clusterpolicy.API)["items"]
+    items = c.custom.list_cluster_custom_object(*clusterpolicy.API)["items"]
     if not items:
         return "no ClusterPolicy yet"
     status = items[0].get("status") or {}
-    labels = client.CoreV1Api(c).read_node(node).metadata.labels or {}
+    labels = c.core.read_node(node).metadata.labels or {}
     if labels.get(GPU_PRESENT) != "true":
         nfd = labels.get(NFD_PCI_NVIDIA)
         return (f"the operator has not labelled the node {GPU_PRESENT}=true (NFD's "
@@ -247,14 +251,14 @@ def policy_not_ready(c: client.ApiClient, node: str, resource: str,
     if status.get("state") != clusterpolicy.READY:
         return f"ClusterPolicy {status.get('state') or 'without state'}; {validator_progress(c)}"
     # the policy says ready between two reconcile passes too: its operands must be up
-    if (pending := kube.rolled_out(c, NAMESPACE)) is not None:
+    if (pending := rollout.workloads_pending(c, NAMESPACE)) is not None:
         return f"ClusterPolicy ready, operands not: {pending}; {validator_progress(c)}"
     return kube.gpus_advertised(c, node, resource, want)
 
 
-def validator_progress(c: client.ApiClient) -> str:
+def validator_progress(c: Cluster) -> str:
     """Where the validator's pod is: its first unfinished init container and its last line."""
-    core = client.CoreV1Api(c)
+    core = c.core
     pods = core.list_namespaced_pod(NAMESPACE, label_selector=f"app={VALIDATOR_APP}").items
     if not pods:
         return "no validator pod yet"
@@ -264,8 +268,8 @@ def validator_progress(c: client.ApiClient) -> str:
             continue
         try:
             tail = read_pod_log(core, pod.metadata.name, NAMESPACE,
-                                                container=st.name, tail_lines=1).strip()
-        except client.ApiException:
+                                container=st.name, tail_lines=1).strip()
+        except ApiException:
             tail = ""
         waiting = st.state.waiting.reason if st.state and st.state.waiting else "running"
         return f"validator at {st.name} ({waiting}): {tail[-200:] or 'no output'}"

@@ -8,12 +8,11 @@ clusterpolicies) and says what it changed; it does not roll back on its own.
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
-from conformance.checks.rollout import pod_ready
-from conformance.cluster import views
+from conformance.cluster import rollout, views
 from conformance.cluster.client import Cluster, check_reachable, connect
+from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.common.vocab import EXIT_FAILED, EXIT_OK
@@ -29,25 +28,20 @@ DRIVER_APP = operands.get_operand("driver").app
 def wait_driver_rollout(cluster: Cluster, namespace: str, version: str, timeout: float,
                         progress: Progress) -> None:
     """Every driver pod runs the new version and is Ready, and GFD reports it on the nodes."""
-    deadline = time.monotonic() + timeout
-    last = ""
-    while time.monotonic() < deadline:
-        pods = cluster.core.list_namespaced_pod(namespace,
-                                                label_selector=f"app={DRIVER_APP}").items
-        done = [p for p in pods if p.spec.containers[0].image.endswith(f":{version}")
-                and pod_ready(p)]
+    def pending() -> str | None:
+        done, pods = rollout.pods_on_version(cluster, namespace, f"app={DRIVER_APP}", version)
         nodes = views.list_gpu_nodes(cluster)
         labelled = [n for n in nodes if n.label(L.DRIVER_FULL) == version]
-        msg = (f"driver rollout: {len(done)}/{len(pods)} driver pods on {version}, "
-               f"{len(labelled)}/{len(nodes)} nodes report it (waiting up to {timeout:.0f}s)")
-        if msg != last:
-            progress(msg)
-            last = msg
-        if pods and len(done) == len(pods) and len(labelled) == len(nodes):
-            return
-        time.sleep(2)
-    raise NotConverged(f"the driver did not roll out to {version} within {timeout:.0f}s "
-                       f"({last})")
+        if pods and done == pods and len(labelled) == len(nodes):
+            return None
+        return (f"{done}/{pods} driver pods on {version}, {len(labelled)}/{len(nodes)} nodes "
+                "report it")
+
+    progress(f"driver rollout: waiting up to {timeout:.0f}s for every driver pod to run "
+             f"{version} and be Ready, and GFD to report it on every GPU node")
+    wait_until_done(f"the driver to roll out to {version}", pending, timeout=timeout,
+                    interval=2.0, progress=progress, error=NotConverged,
+                    tolerate_api_errors=False)
 
 
 def certify_driver(options: Options, driver_version: str, tolerance: float,

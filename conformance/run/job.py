@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance import __version__
 from conformance.cluster import rbac
-from conformance.cluster.client import Cluster
+from conformance.cluster.client import Cluster, Conflict, NotFound, already_done, read_or_none
+from conformance.cluster.waits import WaitTimeout, wait_for, wait_until_done
 from conformance.common import interrupts
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
@@ -49,7 +49,6 @@ ENV_JOB_UID = "GPUCONF_JOB_UID"
 ENV_NAMESPACE = "GPUCONF_NAMESPACE"
 DEFAULT_TIMEOUT_S = 3600  # the Job's activeDeadlineSeconds: a whole run with GPU kernels
 POLL_S = 3.0  # how often `wait_finished` looks at the Job again
-HEARTBEAT_S = 30.0  # a progress line at least this often while the Job runs
 # The results are stored before the container exits, so they are there when the Job
 # completes; this covers an API server that is slow to show them.
 RESULTS_GRACE_S = 60.0
@@ -169,12 +168,10 @@ def create_job(cluster: Cluster, spec: JobSpec, progress: Progress) -> dict[str,
     batch = client.BatchV1Api(cluster.api_client)
     try:
         job = batch.create_namespaced_job(NAMESPACE, job_manifest(spec))
-    except ApiException as exc:
-        if exc.status == 409:
-            raise UsageError(f"a Job named {spec.name} already exists in {NAMESPACE}: "
-                             f"`gpuconf job delete --name {spec.name}`, or pass another "
-                             "--name") from None
-        raise
+    except Conflict:
+        raise UsageError(f"a Job named {spec.name} already exists in {NAMESPACE}: "
+                         f"`gpuconf job delete --name {spec.name}`, or pass another "
+                         "--name") from None
     progress(f"created Job {NAMESPACE}/{spec.name} (image {spec.image})")
     return job.to_dict()
 
@@ -183,12 +180,8 @@ def read_job(cluster: Cluster, name: str):
     """The Job ``name``, or None when there is none."""
     from kubernetes import client
 
-    try:
-        return client.BatchV1Api(cluster.api_client).read_namespaced_job(name, NAMESPACE)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return read_or_none(client.BatchV1Api(cluster.api_client).read_namespaced_job, name,
+                        NAMESPACE)
 
 
 def _finished(job) -> str | None:
@@ -214,31 +207,37 @@ def _pod_state(cluster: Cluster, name: str) -> str:
     return f"pod {pod.metadata.name} {where}, {state}"
 
 
-def wait_finished(cluster: Cluster, name: str, timeout_s: float, progress: Progress,
-                  clock: Callable[[], float] = time.monotonic) -> str:
-    """Wait for the Job to finish, saying what its pod does; 'Complete' or 'Failed'."""
-    start = clock()
-    last_state, last_said = "", start
-    while True:
+def wait_finished(cluster: Cluster, name: str, timeout_s: float, progress: Progress) -> str:
+    """Wait for the Job to finish, saying what its pod does (each change at once, the wait's
+    own lines meanwhile); 'Complete' or 'Failed'."""
+    start = time.monotonic()
+    said: list[str] = []
+    outcome: list[str] = []
+
+    def pending() -> str | None:
         job = read_job(cluster, name)
         if job is None:
             raise NotConverged(f"Job {NAMESPACE}/{name} disappeared while waiting for it")
-        done = _finished(job)
         try:
             state = _pod_state(cluster, name)
         except ApiException as exc:
             state = f"pod state unknown ({exc.status} {exc.reason})"
-        now = clock()
-        if state != last_state or now - last_said >= HEARTBEAT_S:
-            progress(f"Job {name}: {state} ({now - start:.0f}s)")
-            last_state, last_said = state, now
-        if done:
-            progress(f"Job {name} {done.lower()} after {now - start:.0f}s")
-            return done
-        if now - start >= timeout_s:
-            raise NotConverged(f"Job {NAMESPACE}/{name} did not finish in {timeout_s:.0f}s "
-                               f"({state}): `gpuconf job fetch --name {name}` once it does")
-        time.sleep(POLL_S)
+        if state not in said[-1:]:
+            progress(f"Job {name}: {state} ({time.monotonic() - start:.0f}s)")
+            said.append(state)
+        if done := _finished(job):
+            outcome.append(done)
+            return None
+        return state
+
+    try:
+        seconds = wait_until_done(f"Job {NAMESPACE}/{name} to finish", pending,
+                                  timeout=timeout_s, interval=POLL_S, progress=progress,
+                                  tolerate_api_errors=False)
+    except WaitTimeout as exc:
+        raise NotConverged(f"{exc}: `gpuconf job fetch --name {name}` once it does") from None
+    progress(f"Job {name} {outcome[0].lower()} after {seconds:.0f}s")
+    return outcome[0]
 
 
 def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True) -> bool:
@@ -249,19 +248,12 @@ def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True
     try:
         batch.delete_namespaced_job(name, NAMESPACE, propagation_policy="Background")
         found = True
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    except NotFound:
         found = False
     for cm in chunks(cluster, name):  # owned by the Job; deleted here too, at once
-        try:
+        with already_done(NotFound):
             cluster.core.delete_namespaced_config_map(cm.metadata.name, NAMESPACE)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
     if found and wait:
-        from conformance.cluster.waits import wait_for
-
         wait_for(f"Job {NAMESPACE}/{name} to be deleted",
                  lambda: read_job(cluster, name) is None, timeout=JOB_DELETE_TIMEOUT_S,
                  interval=0.5)

@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from kubernetes.client.exceptions import ApiException
-
-from conformance.cluster import namespaces
-from conformance.cluster.client import Cluster, connect
+from conformance.cluster import namespaces, rollout
+from conformance.cluster.client import Cluster, connect, read_or_none
+from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
 from conformance.nvidia import labels as L
@@ -75,13 +73,7 @@ def install_operator(args: Options, kubeconfig: str | None, target: str,
         progress(f"a GPU Operator is already installed (namespace {found}): left alone")
         return None
     ns = args.operator_namespace
-    try:
-        cluster.core.read_namespace(ns)
-        created = False
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        created = True
+    created = read_or_none(cluster.core.read_namespace, ns) is None
     cmd = [helm_binary(), "install", RELEASE]
     if args.operator_chart:
         cmd.append(args.operator_chart)
@@ -114,17 +106,10 @@ def install_operator(args: Options, kubeconfig: str | None, target: str,
 
 
 def wait_available(cluster: Cluster, ns: str, progress: Progress) -> None:
-    deadline = time.monotonic() + INSTALL_TIMEOUT_S
-    last = None
-    while time.monotonic() < deadline:
-        deps = cluster.apps.list_namespaced_deployment(ns).items
-        ready = [d for d in deps if (d.status.ready_replicas or 0) >= (d.spec.replicas or 1)]
-        msg = f"operator install: {len(ready)}/{len(deps)} Deployments available in {ns}"
-        if msg != last:
-            progress(msg)
-            last = msg
-        if deps and len(ready) == len(deps):
-            return
-        time.sleep(2)
-    raise NotConverged(f"the GPU Operator did not become available in {ns} within "
-                       f"{INSTALL_TIMEOUT_S:.0f}s: see `kubectl -n {ns} get pods,events`")
+    try:
+        wait_until_done(f"the GPU Operator to become available in {ns}",
+                        lambda: rollout.deployments_pending(cluster, ns),
+                        timeout=INSTALL_TIMEOUT_S, interval=2.0, progress=progress,
+                        error=NotConverged, tolerate_api_errors=False)
+    except NotConverged as exc:
+        raise NotConverged(f"{exc}: see `kubectl -n {ns} get pods,events`") from None

@@ -20,12 +20,12 @@ import base64
 import hashlib
 import io
 import tarfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 from conformance.cluster.client import Cluster
 from conformance.cluster.rbac import NAMESPACE
+from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 
@@ -90,15 +90,20 @@ def fetch(cluster: Cluster, name: str, out_dir: Path, *, job_exists: Callable[[]
     ``job_exists`` tells, when nothing is stored, a Job that does not exist (bad input) from
     one that has not stored its results yet.
     """
-    deadline = time.monotonic() + wait_s
-    while True:
+    items: list = []
+
+    def assembled():
+        nonlocal items
         items = chunks(cluster, name)
-        complete = _assemble(items)
-        if complete is not None or time.monotonic() >= deadline:
-            break
-        if progress:
-            progress(f"waiting for the results of Job {name} ({len(items)} part(s) so far)")
-        time.sleep(POLL_S)
+        return _assemble(items)
+
+    try:
+        complete = wait_for(f"the results of Job {name}", assembled, timeout=wait_s,
+                            interval=POLL_S, tolerate_api_errors=False,
+                            state=lambda: f"{len(items)} part(s) so far",
+                            progress=progress or (lambda _m: None))
+    except WaitTimeout:
+        complete = None
     if complete is None:
         if not items and not job_exists():
             raise UsageError(f"no Job {name} and no results of it in {NAMESPACE} "

@@ -7,8 +7,10 @@ import sys
 import time
 from pathlib import Path
 
+from conformance.cluster import rollout
 from conformance.cluster.client import connect
 from conformance.cluster.namespaces import wait_for_default_service_account
+from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.common.processes import pid_alive
@@ -65,37 +67,31 @@ def wait_rolled_out(cluster, sim_state: operator_plan.SimState, progress: Progre
     ns = (sim_state.operator_namespace if profile.stack != "device-plugin-chart"
           else plugin_chart.NAMESPACE)
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * profile.node_count
-    deadline = time.monotonic() + timeout
-    last, stuck = "", []
-    while time.monotonic() < deadline:
-        dss = cluster.apps.list_namespaced_daemon_set(ns).items
+
+    def pending() -> str | None:
+        dss = rollout.daemonsets(cluster, ns)
         deps = cluster.apps.list_namespaced_deployment(ns).items
-        desired = sum(d.status.desired_number_scheduled or 0 for d in dss)
-        ready = sum(min(d.status.number_ready or 0, d.status.updated_number_scheduled or 0)
-                    for d in dss)
+        desired = sum(r.desired for r in dss)
+        ready = sum(min(r.ready, r.updated) for r in dss)
         # With faults the operator itself may never become available (operator-unavailable);
         # its Deployment must still have taken the faulty template.
-        dep_ok = (deps or not operator) and all((d.status.available_replicas or 0) >= 1 or (
+        dep_ok = (deps or not operator) and all(rollout.deployment_available(d) or (
             sim_state.faults and d.status.observed_generation == d.metadata.generation)
             for d in deps)
-        msg = f"operands rolled out: {ready}/{desired} pods ready in {len(dss)} DaemonSets"
-        if msg != last:
-            progress(msg)
-            last = msg
-        not_updated = [d.metadata.name for d in dss
-                       if (d.status.updated_number_scheduled or 0)
-                       != (d.status.desired_number_scheduled or 0)
-                       or d.status.observed_generation != d.metadata.generation]
-        stuck = not_updated + [d.metadata.name for d in deps if not dep_ok]
-        updated = not not_updated
+        stuck = [r.name for r in dss if not r.templated] + [
+            d.metadata.name for d in deps if not dep_ok]
         # With faults some operands never get Ready, but every template must have rolled out.
-        settled = desired and updated and (ready == desired or sim_state.faults)
+        settled = desired and not stuck and (ready == desired or sim_state.faults)
         if dep_ok and settled:
-            return
-        time.sleep(1.0)
-    raise NotConverged(f"the sim's operands did not settle within {timeout:.0f}s ({last}; not "
-                       f"settled: {', '.join(stuck) or 'pods not ready'}): see the logs under "
-                       f"{clusters_dir()}")
+            return None
+        return (f"{ready}/{desired} pods ready in {len(dss)} DaemonSets; not settled: "
+                f"{', '.join(stuck) or 'pods not ready'}")
+
+    try:
+        wait_until_done("the sim's operands to settle", pending, timeout=timeout, interval=1.0,
+                        progress=progress, error=NotConverged, tolerate_api_errors=False)
+    except NotConverged as exc:
+        raise NotConverged(f"{exc}: see the logs under {clusters_dir()}") from None
 
 
 def _start_standin(state: ClusterState, progress: Progress) -> None:

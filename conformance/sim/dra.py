@@ -14,10 +14,15 @@ from __future__ import annotations
 import logging
 import time
 
-from kubernetes.client.exceptions import ApiException
-
-from conformance.cluster import namespaces
-from conformance.cluster.client import Cluster, already_done
+from conformance.cluster import namespaces, rollout
+from conformance.cluster.client import (
+    Cluster,
+    Conflict,
+    Invalid,
+    NotFound,
+    already_done,
+    read_or_none,
+)
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import dra
@@ -85,13 +90,8 @@ def control_once(cluster: Cluster, state) -> None:
 def _sync_slices(cluster: Cluster, profile: profiles.Profile, faults: list[str],
                  layout: PluginLayout) -> None:
     groups = {n: (g, first) for g, n, first in dra_nodes(profile, faults)}
-    try:
-        cluster.apps.read_namespaced_daemon_set(layout.name, layout.namespace)
-        plugin = True
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-        plugin = False
+    plugin = read_or_none(cluster.apps.read_namespaced_daemon_set, layout.name,
+                          layout.namespace) is not None
     labelled = {n.metadata.name: n.metadata.uid for n in cluster.core.list_node(
         label_selector=f"{dra.DEPLOY_DRA_DRIVER}=true").items}
     existing = {s["metadata"]["name"]: s for s in cluster.custom.list_cluster_custom_object(
@@ -111,7 +111,7 @@ def _sync_slices(cluster: Cluster, profile: profiles.Profile, faults: list[str],
                 continue
             _publish(cluster, body, current)
     for name in set(existing) - keep:
-        with already_done(404):
+        with already_done(NotFound):
             cluster.custom.delete_cluster_custom_object(
                 dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, "resourceslices", name)
 
@@ -129,11 +129,9 @@ def _publish(cluster: Cluster, body: dict, current: dict | None) -> None:
         body["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
         cluster.custom.replace_cluster_custom_object(group, version, "resourceslices",
                                                      body["metadata"]["name"], body)
-    except ApiException as exc:
-        if exc.status not in (409, 422):
-            raise
-        if exc.status == 422 and current is not None:  # the old, valid slice goes too
-            with already_done(404):
+    except (Conflict, Invalid) as exc:
+        if isinstance(exc, Invalid) and current is not None:  # the old, valid slice goes too
+            with already_done(NotFound):
                 cluster.custom.delete_cluster_custom_object(group, version, "resourceslices",
                                                             body["metadata"]["name"])
         log.warning("ResourceSlice %s refused: %s %s", body["metadata"]["name"], exc.status,
@@ -155,11 +153,9 @@ def _wait_plugin(cluster: Cluster, profile: profiles.Profile, faults: list[str],
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * expected
 
     def rolled_out() -> bool:
-        ds = cluster.apps.read_namespaced_daemon_set(layout.name, layout.namespace)
-        status = ds.status
-        return ((status.desired_number_scheduled or 0) == expected
-                and (status.number_ready or 0) == expected
-                and status.observed_generation == ds.metadata.generation)
+        r = rollout.DaemonSetRollout.of(
+            cluster.apps.read_namespaced_daemon_set(layout.name, layout.namespace))
+        return r.desired == expected and r.done
 
     progress(f"waiting for the DRA kubelet plugin on {expected} node(s)")
     try:
@@ -177,17 +173,15 @@ def _remove(cluster: Cluster) -> None:
     try:
         classes = cluster.custom.list_cluster_custom_object(
             group, version, "deviceclasses", label_selector=f"{OWNER_LABEL}=true")["items"]
-    except ApiException as exc:
-        if exc.status == 404:  # resource.k8s.io/v1 not served: nothing was written
-            return
-        raise
+    except NotFound:  # resource.k8s.io/v1 not served: nothing was written
+        return
     for body in classes:
-        with already_done(404):
+        with already_done(NotFound):
             cluster.custom.delete_cluster_custom_object(group, version, "deviceclasses",
                                                         body["metadata"]["name"])
     for body in cluster.custom.list_cluster_custom_object(
             group, version, "resourceslices", label_selector=f"{OWNER_LABEL}=true")["items"]:
-        with already_done(404):
+        with already_done(NotFound):
             cluster.custom.delete_cluster_custom_object(group, version, "resourceslices",
                                                         body["metadata"]["name"])
     _label_nodes(cluster, set())
@@ -209,7 +203,7 @@ def _ensure_sharing_template(cluster: Cluster, wanted_: bool) -> None:
             namespaces.delete_namespace(cluster, SHARING_NAMESPACE)
         return
     objects.ensure_namespace(cluster, SHARING_NAMESPACE, {OWNER_LABEL: "true"})
-    with already_done(409):
+    with already_done(Conflict):
         cluster.custom.create_namespaced_custom_object(
             dra.RESOURCE_GROUP, dra.RESOURCE_VERSION, SHARING_NAMESPACE,
             "resourceclaimtemplates", sharing_template())
@@ -223,13 +217,12 @@ def _exists(cluster: Cluster, ns: str) -> bool:
 def _apply_cluster_object(cluster: Cluster, plural: str, body: dict) -> None:
     group, version = dra.RESOURCE_GROUP, dra.RESOURCE_VERSION
     name = body["metadata"]["name"]
-    try:
-        current = cluster.custom.get_cluster_custom_object(group, version, plural, name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    current = read_or_none(cluster.custom.get_cluster_custom_object, group, version, plural,
+                           name)
+    if current is None:
         cluster.custom.create_cluster_custom_object(group, version, plural, body)
         return
+
     if current.get("spec") != body["spec"]:
         body = {**body, "metadata": {**body["metadata"],
                                      "resourceVersion": current["metadata"]["resourceVersion"]}}

@@ -12,7 +12,12 @@ from __future__ import annotations
 import copy
 
 from conformance.cluster import namespaces
-from conformance.cluster.client import Cluster, already_done
+from conformance.cluster.client import (
+    Cluster,
+    Conflict,
+    NotFound,
+    already_done,
+)
 from conformance.nvidia import labels as L
 from conformance.nvidia import operands
 from conformance.sim import objects
@@ -68,10 +73,10 @@ def ensure_request_rewriter(cluster: Cluster, wanted: bool) -> None:
     for body in request_rewriter_policy():
         plural = plurals[body["kind"]]
         if wanted:
-            with already_done(409):
+            with already_done(Conflict):
                 cluster.custom.create_cluster_custom_object(group, version, plural, body)
         else:
-            with already_done(404):
+            with already_done(NotFound):
                 cluster.custom.delete_cluster_custom_object(group, version, plural,
                                                             REWRITER_POLICY)
 
@@ -97,5 +102,5 @@ def ensure_unpinned_workload(cluster: Cluster, wanted: bool) -> None:
         namespaces.delete_namespace(cluster, UNPINNED_NAMESPACE, wait=True)
         return
     objects.ensure_namespace(cluster, UNPINNED_NAMESPACE, {STANDIN_LABEL: "true"})
-    with already_done(409):
+    with already_done(Conflict):
         cluster.apps.create_namespaced_deployment(UNPINNED_NAMESPACE, unpinned_workload())

@@ -26,10 +26,14 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from kubernetes.client.exceptions import ApiException
-
 from conformance.checks import rollout
-from conformance.cluster.client import Cluster, already_done
+from conformance.cluster.client import (
+    Cluster,
+    Conflict,
+    NotFound,
+    already_done,
+    read_or_none,
+)
 from conformance.cluster.waits import wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import dra, operands
@@ -115,12 +119,10 @@ def reconcile(cluster: Cluster, state, chart: str | None,
 
 def control_once(cluster: Cluster, state) -> None:
     """The controller's status: ready when every enabled DaemonSet operand is rolled out."""
-    try:
-        obj = cluster.custom.get_cluster_custom_object(*dra.GPUCLUSTER_API, dra.GPUCLUSTER_NAME)
-    except ApiException as exc:
-        if exc.status == 404:
-            return
-        raise
+    obj = read_or_none(cluster.custom.get_cluster_custom_object, *dra.GPUCLUSTER_API,
+                       dra.GPUCLUSTER_NAME)
+    if obj is None:
+        return
     ns = state.operator_namespace
     problems = _not_rolled_out(cluster, ns, obj)
     status = {"state": "notReady" if problems else dra.GPUCLUSTER_READY, "namespace": ns,
@@ -139,7 +141,7 @@ def control_once(cluster: Cluster, state) -> None:
 def remove(cluster: Cluster, state) -> None:
     """No GPUCluster in this profile: it goes with its operands (the CRD stays, as Helm
     leaves CRDs); KWOK's pods go only when forced."""
-    with already_done(404):
+    with already_done(NotFound):
         cluster.custom.delete_cluster_custom_object(*dra.GPUCLUSTER_API, dra.GPUCLUSTER_NAME)
     ns = state.operator_namespace
     objects.delete_daemonsets(cluster, ns, f"{OWNER_LABEL}=true")
@@ -179,9 +181,8 @@ def _not_rolled_out(cluster: Cluster, ns: str, obj: dict) -> dict[str, str]:
 def _ensure_object(cluster: Cluster) -> dict:
     try:
         return cluster.custom.create_cluster_custom_object(*dra.GPUCLUSTER_API, cluster_object())
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    except Conflict:
+        pass
     current = cluster.custom.get_cluster_custom_object(*dra.GPUCLUSTER_API, dra.GPUCLUSTER_NAME)
     wanted_spec = cluster_object()["spec"]
     if current.get("spec") != wanted_spec:  # a reset: back to the chart's defaults

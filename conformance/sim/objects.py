@@ -14,10 +14,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import yaml
-from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster import namespaces
-from conformance.cluster.client import Cluster, already_done
+from conformance.cluster.client import (
+    Cluster,
+    Conflict,
+    NotFound,
+    already_done,
+    read_or_none,
+)
 from conformance.cluster.waits import wait_for
 
 CRD_READY_TIMEOUT_S = 30.0
@@ -34,9 +39,8 @@ def apply_daemonset(cluster: Cluster, ns: str, body: dict) -> None:
     try:
         cluster.apps.create_namespaced_daemon_set(ns, body)
         return
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    except Conflict:
+        pass
     tpl = cluster.apps.read_namespaced_daemon_set(name, ns).spec.template
     want = body["spec"]["template"]
     if ((tpl.metadata.annotations or {}) == (want["metadata"].get("annotations") or {})
@@ -46,7 +50,7 @@ def apply_daemonset(cluster: Cluster, ns: str, body: dict) -> None:
     selector = ",".join(f"{k}={v}" for k, v in body["spec"]["selector"]["matchLabels"].items())
     for pod in cluster.core.list_namespaced_pod(ns, label_selector=selector).items:
         if any(o.name == name for o in pod.metadata.owner_references or []):
-            with already_done(404):
+            with already_done(NotFound):
                 cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
 
 
@@ -56,28 +60,25 @@ def delete_daemonsets(cluster: Cluster, ns: str, selector: str, *,
     """Delete the DaemonSets matching ``selector`` in ``ns`` and force-delete the pods that
     match ``pod_selector`` (default: ``selector``; ``""``: every pod in ``ns``) except those
     ``keep_pod`` keeps."""
-    with already_done(404):  # the namespace itself may be gone
+    with already_done(NotFound):  # the namespace itself may be gone
         for ds in cluster.apps.list_namespaced_daemon_set(ns, label_selector=selector).items:
-            with already_done(404):
+            with already_done(NotFound):
                 cluster.apps.delete_namespaced_daemon_set(ds.metadata.name, ns)
         pods = selector if pod_selector is None else pod_selector
         for pod in cluster.core.list_namespaced_pod(ns, label_selector=pods).items:
             if keep_pod(pod):
                 continue
-            with already_done(404):
+            with already_done(NotFound):
                 cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
 
 
 def ensure_crd(cluster: Cluster, name: str, document: Callable[[], dict], what: str) -> bool:
     """Install the CRD ``name`` (``document()``) unless the cluster has it, and wait until it is
     established; ``what`` names it in the wait. True when it was installed here."""
-    try:
-        cluster.apiext.read_custom_resource_definition(name)
+    if read_or_none(cluster.apiext.read_custom_resource_definition, name) is not None:
         return False
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    with already_done(409):
+
+    with already_done(Conflict):
         cluster.apiext.create_custom_resource_definition(document())
 
     def established() -> bool:
@@ -99,7 +100,7 @@ def crd_document(chart: str | None, filename: str, builtin: Path) -> dict:
 
 def namespace_phase(cluster: Cluster, name: str) -> str | None:
     """The namespace's phase (Active, Terminating), None when there is none."""
-    with already_done(404):
+    with already_done(NotFound):
         return cluster.core.read_namespace(name).status.phase
     return None
 
@@ -110,6 +111,6 @@ def ensure_namespace(cluster: Cluster, name: str, labels: dict[str, str] | None 
     if namespace_phase(cluster, name) == "Terminating":
         namespaces.wait_until_deleted(
             cluster, name, description=f"namespace {name}, removed earlier, to be deleted")
-    with already_done(409):
+    with already_done(Conflict):
         cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": name, "labels": labels or {}}})

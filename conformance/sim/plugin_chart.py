@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import copy
 
-from kubernetes.client.exceptions import ApiException
-
-from conformance.cluster.client import Cluster, already_done
+from conformance.cluster.client import (
+    Cluster,
+    Conflict,
+    NotFound,
+    already_done,
+    create_or_replace,
+    read_or_none,
+)
 from conformance.nvidia import device_plugin_chart as chart
 from conformance.nvidia import labels as L
 from conformance.sim import objects
@@ -101,18 +106,15 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
     so a user's edits to the ConfigMap stay)."""
     objects.ensure_namespace(cluster, NAMESPACE)
     for sa in (f"{chart.fullname(RELEASE)}-service-account", f"{RELEASE}-{_NFD}"):
-        with already_done(409):
+        with already_done(Conflict):
             cluster.core.create_namespaced_service_account(NAMESPACE, {
                 "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
     name = chart.config_map_name(RELEASE) if seed else None
     if seed and write_config:
         body = config_map({k: str(v) for k, v in seed.docs.items()})
-        try:
-            cluster.core.create_namespaced_config_map(NAMESPACE, body)
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
-            cluster.core.replace_namespaced_config_map(name, NAMESPACE, body)
+        create_or_replace(lambda: cluster.core.create_namespaced_config_map(NAMESPACE, body),
+                          lambda: cluster.core.replace_namespaced_config_map(name, NAMESPACE,
+                                                                             body))
     wanted = [daemonset("device-plugin", config_map=name, default=seed.default if seed else None,
                         crashloop=crashloop),
               daemonset("gpu-feature-discovery", config_map=name,
@@ -124,13 +126,10 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
 
 def observed_source(cluster: Cluster) -> ConfigSource | None:
     """The ConfigMap the chart's plugin DaemonSet mounts, with its keys, or None."""
-    try:
-        ds = cluster.apps.read_namespaced_daemon_set(
-            chart.daemonset_name(RELEASE, "device-plugin"), NAMESPACE)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+    ds = read_or_none(cluster.apps.read_namespaced_daemon_set,
+                      chart.daemonset_name(RELEASE, "device-plugin"), NAMESPACE)
+    if ds is None:
+        return None
     spec = ds.spec.template.spec
     volume = next((v for v in spec.volumes or [] if v.name == chart.CONFIG_VOLUME), None)
     if volume is None or volume.config_map is None:
@@ -143,18 +142,15 @@ def observed_source(cluster: Cluster) -> ConfigSource | None:
 def read_source(cluster: Cluster, namespace: str, name: str,
                 default: str | None) -> ConfigSource:
     """A ConfigMap of sharing configs as the plugin's config-manager reads it."""
-    try:
-        cm = cluster.core.read_namespaced_config_map(name, namespace)
-    except ApiException as exc:
-        if exc.status == 404:
-            return ConfigSource(name, default, missing=True)
-        raise
+    cm = read_or_none(cluster.core.read_namespaced_config_map, name, namespace)
+    if cm is None:
+        return ConfigSource(name, default, missing=True)
     return ConfigSource(name, default, dict(cm.data or {}))
 
 
 def remove(cluster: Cluster) -> None:
     """What ``helm uninstall nvdp`` removes: the chart's DaemonSets, ConfigMap and pods."""
     objects.delete_daemonsets(cluster, NAMESPACE, f"{objects.STANDIN_LABEL}=true", pod_selector="")
-    with already_done(404):
+    with already_done(NotFound):
         cluster.core.delete_namespaced_config_map(chart.config_map_name(RELEASE), NAMESPACE)
 

@@ -23,7 +23,15 @@ from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 
-from conformance.cluster.client import Cluster, already_done, connect
+from conformance.cluster.client import (
+    Cluster,
+    Conflict,
+    NotFound,
+    already_done,
+    connect,
+    create_or_replace,
+    read_or_none,
+)
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged
@@ -111,12 +119,12 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
 def _remove_operator(cluster: Cluster, state: SimState, *, keep_deployment: bool = False) -> None:
     """What ``helm uninstall gpu-operator`` removes (the CRD stays, as Helm leaves CRDs);
     ``keep_deployment``: only the ClusterPolicy and its operands (a GPUCluster replaces it)."""
-    with already_done(404):
+    with already_done(NotFound):
         cluster.custom.delete_cluster_custom_object(*clusterpolicy.API, CLUSTER_POLICY)
     ns = state.operator_namespace
     for dep in [] if keep_deployment else cluster.apps.list_namespaced_deployment(
             ns, label_selector=f"{STANDIN_LABEL}=true").items:
-        with already_done(404):
+        with already_done(NotFound):
             cluster.apps.delete_namespaced_deployment(dep.metadata.name, ns)
     objects.delete_daemonsets(cluster, ns, f"{STANDIN_LABEL}=true", keep_pod=lambda pod: (
         keep_deployment and (pod.metadata.labels or {}).get("app") == OPERATOR_DEPLOYMENT))
@@ -127,18 +135,13 @@ def _save_state(cluster: Cluster, state: SimState) -> None:
             "metadata": {"name": CONFIG_MAP, "namespace": CONFIG_NAMESPACE,
                          "labels": {STANDIN_LABEL: "true"}},
             "data": {"state.json": json.dumps(state.__dict__)}}
-    _create_or_replace(lambda: cluster.core.create_namespaced_config_map(CONFIG_NAMESPACE, body),
+    create_or_replace(lambda: cluster.core.create_namespaced_config_map(CONFIG_NAMESPACE, body),
                        lambda: cluster.core.replace_namespaced_config_map(
                            CONFIG_MAP, CONFIG_NAMESPACE, body))
 
 
 def _state_map(cluster: Cluster):
-    try:
-        return cluster.core.read_namespaced_config_map(CONFIG_MAP, CONFIG_NAMESPACE)
-    except ApiException as exc:
-        if exc.status == 404:
-            return None
-        raise
+    return read_or_none(cluster.core.read_namespaced_config_map, CONFIG_MAP, CONFIG_NAMESPACE)
 
 
 def load_state(cluster: Cluster) -> SimState | None:
@@ -171,15 +174,6 @@ def wait_for_a_full_pass(cluster: Cluster, progress: Progress, timeout: float = 
     except WaitTimeout:
         raise NotConverged(f"the stand-in's controller loop did not complete a pass within "
                            f"{timeout:.0f}s: see logs/standin.log of the sim") from None
-
-
-def _create_or_replace(create, replace) -> None:
-    try:
-        create()
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
-        replace()
 
 
 def _ensure_crd(cluster: Cluster, chart: str | None, progress: Progress) -> None:
@@ -262,9 +256,8 @@ def _ensure_cluster_policy(cluster: Cluster, state: SimState) -> dict:
     try:
         cluster.custom.create_cluster_custom_object(*clusterpolicy.API, body)
         return body["spec"]
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    except Conflict:
+        pass
     current = cluster.custom.get_cluster_custom_object(*clusterpolicy.API,
                                                        CLUSTER_POLICY)
     if current.get("spec") != body["spec"]:
@@ -321,9 +314,8 @@ def _ensure_operator(cluster: Cluster, state: SimState) -> None:
     try:
         cluster.apps.create_namespaced_deployment(ns, body)
         return
-    except ApiException as exc:
-        if exc.status != 409:
-            raise
+    except Conflict:
+        pass
     current = cluster.apps.read_namespaced_deployment(OPERATOR_DEPLOYMENT, ns)
     if ((current.spec.template.metadata.annotations or {}) != annotations
             or (current.spec.strategy and current.spec.strategy.type) != "Recreate"):
@@ -342,7 +334,7 @@ def _ensure_sharing_config(cluster: Cluster, state: SimState) -> None:
                          "labels": {STANDIN_LABEL: "true"}},
             "data": dict(source.docs)}
     ns = state.operator_namespace
-    _create_or_replace(lambda: cluster.core.create_namespaced_config_map(ns, body),
+    create_or_replace(lambda: cluster.core.create_namespaced_config_map(ns, body),
                        lambda: cluster.core.replace_namespaced_config_map(source.name, ns, body))
 
 
@@ -379,7 +371,7 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
     # the object already created (409) or already gone (404), which is the state wanted.
     for name, body in wanted.items():
         current = existing.pop(name, None)
-        with already_done(409, 404):
+        with already_done(Conflict, NotFound):
             if current is None:
                 cluster.apps.create_namespaced_daemon_set(ns, body)
             elif _template_changed(current, body):
@@ -388,7 +380,7 @@ def _apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
                     _mark_upgrade_required(cluster)
                 _restart_pods(cluster, ns, body)  # OnDelete operands need their pods replaced
     for name in existing:
-        with already_done(404):
+        with already_done(NotFound):
             cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
 
 
@@ -421,11 +413,8 @@ def _restart_pods(cluster: Cluster, ns: str, body: dict) -> None:
     it makes a fault's new template reach every node now instead of one node at a time."""
     app = body["spec"]["selector"]["matchLabels"]["app"]
     for pod in cluster.core.list_namespaced_pod(ns, label_selector=f"app={app}").items:
-        try:
+        with already_done(NotFound):  # the DaemonSet controller may have been quicker
             cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
-        except ApiException as exc:
-            if exc.status != 404:  # the DaemonSet controller may have been quicker
-                raise
 
 
 # ---- controller loop -----------------------------------------------------------------------
@@ -454,13 +443,11 @@ def _control(cluster: Cluster, state: SimState) -> None:
         plugin_chart.apply(cluster, None if plan is None else plugin_chart.observed_source(
             cluster), crashloop=bool(plan and plan.refused), write_config=False)
         return
-    try:
-        policy = cluster.custom.get_cluster_custom_object(
-            *clusterpolicy.API, CLUSTER_POLICY)
-    except ApiException as exc:
-        if exc.status == 404:  # nothing to play yet (chart not installed, or uninstalled)
-            return
-        raise
+    policy = read_or_none(cluster.custom.get_cluster_custom_object, *clusterpolicy.API,
+                          CLUSTER_POLICY)
+    if policy is None:  # nothing to play yet (chart not installed, or uninstalled)
+        return
+
     _react_to_operands_label(cluster, state)
     plan = _follow_sharing(cluster, state, policy)
     _apply_daemonsets(cluster, state, policy.get("spec", {}),
@@ -586,7 +573,7 @@ def _ensure_service_accounts(cluster: Cluster, namespace: str, names: set[str]) 
     """The operands' ServiceAccounts, as the operator creates them (workloads reference
     them too: the operator's own plugin-test Deployment runs as nvidia-device-plugin)."""
     for name in sorted(n for n in names if n):
-        with already_done(409):
+        with already_done(Conflict):
             cluster.core.create_namespaced_service_account(namespace, {
                 "apiVersion": "v1", "kind": "ServiceAccount",
                 "metadata": {"name": name, "labels": {STANDIN_LABEL: "true"}}})

@@ -10,7 +10,6 @@ plugin chart), or a kubelet already running here.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -96,6 +95,6 @@ def node(nvidia_src, host_before):
 
 @pytest.fixture(scope="session")
 def api(node):
-    from conformance.node import kube
+    from conformance.cluster.client import connect
 
-    return kube.api(Path(node.kubeconfig))
+    return connect(str(node.kubeconfig)).api_client

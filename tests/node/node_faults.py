@@ -17,8 +17,10 @@ from pathlib import Path
 
 from kubernetes import client
 
+from conformance.cluster.waits import wait_until_done
+from conformance.common.errors import NotConverged
 from conformance.node import chart as chartmod
-from conformance.node import gpu, kube, lifecycle
+from conformance.node import gpu, lifecycle
 from conformance.node.configs import CDI_RUN_DIR
 from conformance.node.state import KUBELET_ROOT, NodeState
 from conformance.sim.controlplane import REAL_NODE_LABEL
@@ -77,7 +79,8 @@ class Ctx:
                    for s in p.status.container_statuses or [])
 
     def wait(self, what: str, check: Callable[[], str | None]) -> None:
-        kube.wait(what, check, timeout=SYMPTOM_TIMEOUT_S, progress=lambda _m: None)
+        wait_until_done(what, check, timeout=SYMPTOM_TIMEOUT_S, progress=lambda _m: None,
+                        error=NotConverged)
 
 
 def _no_gpus(ctx: Ctx) -> str | None:

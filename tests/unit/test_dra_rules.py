@@ -206,12 +206,12 @@ def test_a_refused_read_is_recorded_not_raised(monkeypatch):
     was read); the DRA checks then say which read was refused."""
     from types import SimpleNamespace
 
-    from kubernetes.client.exceptions import ApiException
+    from kubernetes.client.exceptions import ForbiddenException
 
     from conformance.cluster import dra as cluster_dra
 
     def forbidden(*_a, **_k):
-        raise ApiException(status=403, reason="Forbidden")
+        raise ForbiddenException(status=403, reason="Forbidden")
 
     group = SimpleNamespace(name="resource.k8s.io", versions=[SimpleNamespace(version="v1")])
     apis = SimpleNamespace(get_api_versions=lambda: SimpleNamespace(groups=[group]))

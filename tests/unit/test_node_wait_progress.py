@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from conformance.cluster import waits
 from conformance.common.errors import NotConverged
-from conformance.node import kube
 
 
 class Clock:
@@ -22,26 +22,28 @@ class Clock:
 
 def test_one_state_is_said_every_30_s_and_a_change_within_5_s(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(kube.time, "monotonic", clock.monotonic)
-    monkeypatch.setattr(kube.time, "sleep", clock.sleep)
-    lines: list[str] = []
+    monkeypatch.setattr(waits.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(waits.time, "sleep", clock.sleep)
+    lines: list[tuple[float, str]] = []
 
     def state() -> str | None:
         if clock.now < 200:
             return "validator at driver-validation (CrashLoopBackOff)"
         return None if clock.now >= 220 else "validator Running"
 
-    seconds = kube.wait("the ClusterPolicy", state, timeout=300, progress=lines.append,
-                        interval=0.5)
+    seconds = waits.wait_until_done("the ClusterPolicy", state, timeout=300,
+                                    progress=lambda line: lines.append((clock.now, line)),
+                                    interval=0.5, error=NotConverged)
     assert seconds == pytest.approx(220, abs=0.5)
-    said = [(float(line.split("(")[1].split("s)")[0]), line.rsplit(": ", 1)[1]) for line in lines]
+    said = [(t, line.rsplit(": ", 1)[1]) for t, line in lines]
     assert [t for t, _ in said] == [5, 35, 65, 95, 125, 155, 185, 200]
     assert said[-1][1] == "validator Running"
 
 
 def test_the_timeout_names_the_last_state(monkeypatch):
     clock = Clock()
-    monkeypatch.setattr(kube.time, "monotonic", clock.monotonic)
-    monkeypatch.setattr(kube.time, "sleep", clock.sleep)
+    monkeypatch.setattr(waits.time, "monotonic", clock.monotonic)
+    monkeypatch.setattr(waits.time, "sleep", clock.sleep)
     with pytest.raises(NotConverged, match=r"not done within 10s \(still pending\)"):
-        kube.wait("it", lambda: "still pending", timeout=10, progress=lambda _l: None)
+        waits.wait_until_done("it", lambda: "still pending", timeout=10,
+                              progress=lambda _l: None, error=NotConverged)

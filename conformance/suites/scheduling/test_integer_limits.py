@@ -14,8 +14,8 @@ Checklist:
 from __future__ import annotations
 
 import pytest
-from kubernetes.client.exceptions import ApiException
 
+from conformance.cluster.client import Invalid
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.pods import PodSpec
 from conformance.nvidia import labels as L
@@ -25,9 +25,7 @@ def _dry_run(cluster, namespace: str, spec: PodSpec, run_id: str):
     body = spec.manifest(run_labels(run_id))
     try:
         return cluster.core.create_namespaced_pod(namespace, body, dry_run="All"), None
-    except ApiException as exc:
-        if exc.status != 422:
-            raise
+    except Invalid as exc:
         return None, exc.body or exc.reason
 
 

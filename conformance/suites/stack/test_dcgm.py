@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.checks import accelerator_metrics as am
 from conformance.cluster import evidence as ev
+from conformance.cluster.client import NotFound
 from conformance.nvidia import labels as L
 from conformance.nvidia import operands
 from conformance.plugin.api import not_applicable, not_applicable_if_switched_off, not_run
@@ -59,7 +60,7 @@ def scrape(cluster, ns: str, gpu_stack) -> str:
         return cluster.core.connect_get_namespaced_service_proxy_with_path(
             f"{SERVICE}:{PORT}", ns, "metrics")
     except ApiException as exc:
-        if exc.status == 404 and not gpu_stack.operator_installed:
+        if isinstance(exc, NotFound) and not gpu_stack.operator_installed:
             not_applicable(f"no DCGM exporter: no GPU Operator deploys one and there is no "
                            f"{ns}/{SERVICE} Service (the stack is {gpu_stack.shape})")
         pytest.fail(f"cannot read {ns}/{SERVICE}:{PORT}/metrics through the API server: "
