@@ -23,9 +23,10 @@ from typing import Any
 import yaml
 from kubernetes import client
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
+from conformance.controlplane.components import ControlPlane
 from conformance.node import chart as chartmod
 from conformance.node import host, images, kube, lifecycle
 from conformance.node.images import Entry, Image
@@ -33,7 +34,6 @@ from conformance.node.state import NodeState
 from conformance.nvidia import clusterpolicy, operands
 from conformance.nvidia.labels import GPU_PRESENT, NFD_PCI_NVIDIA
 from conformance.nvidia.sharing import validate_sharing_config
-from conformance.sim.controlplane import ControlPlane
 
 RELEASE = NAMESPACE = "gpu-operator"  # as NVIDIA's install guide names both
 CHART_NAME = "gpu-operator"

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.errors import UsageError
 from conformance.node import images
 from conformance.node.images import Entry, Image

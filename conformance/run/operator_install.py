@@ -29,7 +29,7 @@ UNINSTALL_TIMEOUT_S = 300.0
 SIM_VALUES = ("driver.enabled=false", "toolkit.enabled=false")
 
 def helm_binary() -> str:
-    from conformance.build import binaries
+    from conformance.binaries import binaries
 
     built = binaries.locate().helm
     if built.is_file():

@@ -17,8 +17,8 @@ from pathlib import Path
 from conformance.cluster.client import Cluster, check_reachable, connect
 from conformance.common.console import say
 from conformance.common.errors import UsageError
+from conformance.controlplane.components import REAL_NODE_LABEL
 from conformance.options import Options
-from conformance.sim.controlplane import REAL_NODE_LABEL
 
 KIND_CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-config"
 

@@ -12,8 +12,9 @@ from conformance.cluster.namespaces import wait_for_default_service_account
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.common.processes import pid_alive
-from conformance.sim import operator_plan, plugin_chart, standin
-from conformance.sim.controlplane import ClusterState, ControlPlane, clusters_dir
+from conformance.controlplane.components import ClusterState, ControlPlane, clusters_dir
+from conformance.nvidia import device_plugin_chart
+from conformance.sim import operator_plan, standin
 from conformance.sim.faults import validate as validate_faults
 
 STANDIN = "standin"
@@ -63,7 +64,7 @@ def wait_rolled_out(cluster, sim_state: operator_plan.SimState, progress: Progre
     profile = sim_state.resolve_profile()
     operator = profile.runs_cluster_policy
     ns = (sim_state.operator_namespace if profile.stack != "device-plugin-chart"
-          else plugin_chart.NAMESPACE)
+          else device_plugin_chart.NAMESPACE)
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * profile.node_count
     deadline = time.monotonic() + timeout
     last, stuck = "", []

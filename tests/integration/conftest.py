@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.cluster.client import connect
 from conformance.cluster.namespaces import leftover_namespaces
 from conformance.common.console import quiet

@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.console import quiet
-from conformance.sim.controlplane import clusters_dir
+from conformance.controlplane.components import clusters_dir
 
 pytestmark = pytest.mark.skipif(bool(binaries.locate().missing()),
                                 reason="control-plane binaries not built: run `make setup`")

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from kubernetes import client
 
+from conformance.controlplane.components import REAL_NODE_LABEL
 from conformance.node import chart as chartmod
 from conformance.node import gpu, kube, lifecycle
 from conformance.node.configs import CDI_RUN_DIR
 from conformance.node.state import KUBELET_ROOT, NodeState
-from conformance.sim.controlplane import REAL_NODE_LABEL
 
 PLUGIN_DS = f"{chartmod.RELEASE}-nvidia-device-plugin"
 GFD_DS = f"{chartmod.RELEASE}-nvidia-device-plugin-gpu-feature-discovery"
