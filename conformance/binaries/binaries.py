@@ -186,14 +186,6 @@ def require_node(*, mock_nvml: bool = True) -> NodeBinaries:
     return node
 
 
-def build_node(components: list[str] | None = None, *, nvidia_src: str | None = None) -> None:
-    """Build what is missing of the node (minutes on a cold cache)."""
-    argv = ["bash", str(NODE_BUILD_SCRIPT)]
-    if nvidia_src:
-        argv += ["--nvidia-src", nvidia_src]
-    subprocess.run([*argv, *(components or ["all"])], check=True)
-
-
 @dataclass(frozen=True)
 class OperatorBuild:
     """The GPU Operator built from source (build-node.sh gpu-operator): its binaries and the

@@ -279,15 +279,6 @@ def create_claim(cluster: Cluster, namespace: str, prefix: str, spec: dict, run_
     return name
 
 
-def delete_claim(cluster: Cluster, namespace: str, name: str) -> None:
-    try:
-        cluster.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace,
-                                                       "resourceclaims", name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-
-
 def claim_pod_manifest(prefix: str, run_id: str, *, template: str | None = None,
                        claim: str | None = None, node: str | None = None,
                        gpus: int | None = None, image: str = pods.DEFAULT_IMAGE,
