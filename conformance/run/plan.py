@@ -29,10 +29,6 @@ PYTEST_TIMEOUT_AFTER_INTERRUPT_S = 120.0  # the suite deletes what it made, writ
 # pytest's exit codes -> gpuconf's: 2 interrupted, 4 usage error (its one line was printed)
 _PYTEST_EXIT = {0: EXIT_OK, 1: EXIT_FAILED, 2: EXIT_INTERRUPTED, 4: EXIT_USAGE}
 _NO_TESTS_COLLECTED = 5
-# the options that say how to bring the real node up (option field by flag)
-NODE_FLAGS = {"--nvidia-src": "nvidia_src", "--gpu-profile": "gpu_profile",
-              "--driver-root": "driver_root", "--dev-root": "dev_root",
-              "--node-values": "node_values"}
 
 
 def suite_paths(suites: list[str]) -> list[str]:
@@ -102,7 +98,7 @@ class RunPlan:
         target = opts.target or targets.auto_target(opts)
         if (opts.sim_fault or opts.sim_profile != "healthy") and target != "sim":
             raise UsageError("--profile and --fault apply to the sim only (--target sim)")
-        node_flags = [flag for flag, value in NODE_FLAGS.items() if getattr(opts, value)]
+        node_flags = options.node_flags_set(opts)
         if node_flags and target != "node":
             raise UsageError(f"{', '.join(node_flags)}: for --target node only")
         if target == "sim":
@@ -128,7 +124,7 @@ class RunPlan:
 
             lifecycle.check_inputs(gpu_profile=opts.gpu_profile, driver_root=opts.driver_root,
                                    dev_root=opts.dev_root, nvidia_src=opts.nvidia_src)
-            chart.load_values(opts.node_values, "--node-values")
+            chart.load_values(opts.node_values, options.run_flag("node_values"))
         return target
 
     # ---- the whole run -------------------------------------------------------------------
@@ -204,8 +200,8 @@ class _Started:
             state = lifecycle.up(self.node_name, gpu_profile=opts.gpu_profile,
                                  driver_root=opts.driver_root, dev_root=opts.dev_root,
                                  nvidia_src=opts.nvidia_src,
-                                 chart_values=chart.load_values(opts.node_values,
-                                                                "--node-values"),
+                                 chart_values=chart.load_values(
+                                     opts.node_values, options.run_flag("node_values")),
                                  progress=self.progress)
             kubeconfig = str(state.kubeconfig)
         if opts.install_operator:
