@@ -14,7 +14,7 @@ from conformance.common.errors import NotConverged, UsageError
 from conformance.common.processes import pid_alive
 from conformance.controlplane.components import ClusterState, ControlPlane, clusters_dir
 from conformance.nvidia import device_plugin_chart
-from conformance.sim import operator_plan, standin
+from conformance.sim import operator_plan, standin, standin_state
 from conformance.sim.faults import validate as validate_faults
 
 STANDIN = "standin"
@@ -103,7 +103,7 @@ def _start_standin(state: ClusterState, progress: Progress) -> None:
     log = Path(state.folder) / "logs" / "standin.log"
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "conformance.sim.standin", f"--kubeconfig={state.kubeconfig}"],
+            [sys.executable, "-m", "conformance.sim.loop", f"--kubeconfig={state.kubeconfig}"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     state.pids[STANDIN] = proc.pid
@@ -140,7 +140,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
     if state is None:
         raise UsageError(f"sim cluster {name!r} is not running: `gpuconf sim up` first")
     cluster = connect(str(state.kubeconfig))
-    current = (standin.load_state(cluster)
+    current = (standin_state.load_state(cluster)
                or operator_plan.SimState(profile=state.profile or "healthy"))
     new = operator_plan.SimState(profile=profile or current.profile,
                                  faults=validate_faults(faults if faults is not None
@@ -150,7 +150,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
                                  nodes=None if profile else current.nodes,
                                  gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)
-    standin.wait_for_a_full_pass(cluster, progress)
+    standin_state.wait_for_a_full_pass(cluster, progress)
     if new.operator == "standin":
         wait_rolled_out(cluster, new, progress)
     state.profile = new.profile

@@ -113,3 +113,13 @@ def ensure_namespace(cluster: Cluster, name: str, labels: dict[str, str] | None 
     with already_done(409):
         cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": name, "labels": labels or {}}})
+
+
+def create_or_replace(create: Callable[[], object], replace: Callable[[], object]) -> None:
+    """Create an object; when it exists already (409), replace it."""
+    try:
+        create()
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+        replace()
