@@ -14,6 +14,7 @@ from pathlib import Path
 
 from kubernetes.client.exceptions import ApiException
 
+from conformance.binaries import binaries
 from conformance.cluster import namespaces
 from conformance.cluster.client import Cluster, connect
 from conformance.common.console import Progress
@@ -29,8 +30,6 @@ UNINSTALL_TIMEOUT_S = 300.0
 SIM_VALUES = ("driver.enabled=false", "toolkit.enabled=false")
 
 def helm_binary() -> str:
-    from conformance.binaries import binaries
-
     built = binaries.locate().helm
     if built.is_file():
         return str(built)

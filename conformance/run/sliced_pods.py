@@ -31,6 +31,7 @@ from conformance.cluster.client import Cluster, connect
 from conformance.common.runid import new_run_id
 from gpu_kernels import analysis, interference
 from gpu_kernels.analysis import Thresholds
+from gpu_kernels.kernels import pinned
 
 # From creating the pods to "go": they start (the image is local), import CuPy, compile and
 # warm up (~5-10 s on the H200 machine); a copy that is late says so (its "waiting" event).
@@ -127,9 +128,8 @@ def stress(cluster: Cluster, run_id: str, image: str, kernel: str, counts: list[
             continue
         if n == 1:
             solo = per_copy[0]["rate"]
-            from gpu_kernels import kernels
 
-            options = kernels.pinned(kernel, {}, configs[0])
+            options = pinned(kernel, {}, configs[0])
         pt = analysis.point(experiment="interference", kernel=kernel, mode="time-sliced pods",
                             per_copy=per_copy, solo_rates=[solo] * n, limits=limits)
         points.append(pt)
