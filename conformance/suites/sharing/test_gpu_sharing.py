@@ -44,12 +44,12 @@ def _experiment(request, gpu_env, args: list[str]) -> dict:
 
 @pytest.mark.requirement("SHARE-INT-001")
 @pytest.mark.parametrize("kernel", ["membw", "fp32"])
-def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, evidence):
+def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, attachments):
     doc = _experiment(request, gpu_env, ["interference", "--kernel", kernel, "--copies",
                                          "1,2,4", "--seconds", "3"])
     for point in doc.get("points") or [doc]:
         record_measurement(request, "interference", point)
-    evidence.append(ev.Evidence(f"interference-{kernel}.json", json.dumps(doc, indent=1)))
+    attachments.append(ev.Evidence(f"interference-{kernel}.json", json.dumps(doc, indent=1)))
     if doc.get("error"):
         pytest.fail(f"interference experiment failed: {doc['error']}")
     points = doc.get("points") or [doc]
@@ -67,19 +67,19 @@ ISOLATION = [
 
 
 @pytest.mark.parametrize("mode", ISOLATION)
-def test_isolation_finding(mode, request, gpu_env, evidence):
+def test_isolation_finding(mode, request, gpu_env, attachments):
     doc = _experiment(request, gpu_env, ["isolation", "--mode", mode])
     record_measurement(request, "isolation", doc)
-    evidence.append(ev.Evidence(f"finding-{mode}-isolation.json", json.dumps(doc, indent=1)))
+    attachments.append(ev.Evidence(f"finding-{mode}-isolation.json", json.dumps(doc, indent=1)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
     finding(request, str(doc["finding"]))
 
 
 @pytest.mark.requirement("SHARE-LAT-001")
-def test_tail_latency_beside_time_sliced_sharers(request, gpu_env, evidence):
+def test_tail_latency_beside_time_sliced_sharers(request, gpu_env, attachments):
     doc = _experiment(request, gpu_env, ["latency", "--sharers", "1,2,4", "--seconds", "4"])
     record_measurement(request, "tail_latency", doc)
-    evidence.append(ev.Evidence("finding-tail-latency.json", json.dumps(
+    attachments.append(ev.Evidence("finding-tail-latency.json", json.dumps(
         {k: v for k, v in doc.items() if k != "points"}, indent=1, default=str)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
     finding(request, str(doc["finding"]))

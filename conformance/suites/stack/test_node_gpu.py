@@ -84,9 +84,9 @@ def _verdicts(inventories: dict[str, dict], req_id: str) -> list[tuple[str, dict
     return found
 
 
-def _judge(inventories, req_id: str, evidence, request=None) -> None:
+def _judge(inventories, req_id: str, attachments, request=None) -> None:
     found = _verdicts(inventories, req_id)
-    evidence.append(ev.Evidence("nvml-inventory.json", json.dumps(
+    attachments.append(ev.Evidence("nvml-inventory.json", json.dumps(
         {n: d.get("inventory") for n, d in inventories.items()}, indent=1)[:100_000]))
     assert found, f"the inventory gave no verdict for {req_id}"
     failed = [f"{node}: {v['message']}" for node, v in found if v["verdict"] == "fail"]
@@ -99,14 +99,14 @@ def _judge(inventories, req_id: str, evidence, request=None) -> None:
 
 @pytest.mark.parametrize("req_id", [pytest.param(r, id=r, marks=pytest.mark.requirement(r))
                                     for r in NODE_CHECKS])
-def test_nvml_inventory(req_id, inventories, evidence, request):
-    _judge(inventories, req_id, evidence, request)
+def test_nvml_inventory(req_id, inventories, attachments, request):
+    _judge(inventories, req_id, attachments, request)
 
 
 @pytest.mark.requirement("STACK-DRV-003")
-def test_nvml_driver_version_matches_labels(inventories, gpu_env, evidence, request):
+def test_nvml_driver_version_matches_labels(inventories, gpu_env, attachments, request):
     """NVML's driver (what containers load) against --expected-driver-version and GFD's label."""
-    _judge(inventories, "STACK-NODE-002", evidence, request)
+    _judge(inventories, "STACK-NODE-002", attachments, request)
     nodes = request.getfixturevalue("gpu_nodes") if gpu_env.cluster is not None else []
     labels = {n.name: n.label("nvidia.com/cuda.driver-version.full") for n in nodes}
     mismatched = []
