@@ -68,7 +68,7 @@ def _control(cluster: Cluster, state: SimState) -> None:
     _react_to_operands_label(cluster, state)
     plan = _follow_sharing(cluster, state, policy)
     operator_objects.apply_daemonsets(cluster, state, policy.get("spec", {}),
-                      plugin_refuses=bool(plan and plan.refused))
+                                      plugin_refuses=bool(plan and plan.refused))
     _relabel_upgraded_drivers(cluster, state, policy.get("spec", {}))
     if not (policy.get("status") or {}).get("state"):
         operator_objects.set_cluster_policy_status(cluster, state)

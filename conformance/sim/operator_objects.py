@@ -157,7 +157,7 @@ def _owner(cluster: Cluster) -> dict | None:
 
 
 def apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
-                      plugin_refuses: bool = False) -> None:
+                     plugin_refuses: bool = False) -> None:
     ns = state.operator_namespace
     owner = _owner(cluster)
     wanted = {}
