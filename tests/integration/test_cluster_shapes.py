@@ -13,7 +13,7 @@ from kubernetes.client.exceptions import ApiException
 from conformance.cluster.views import list_gpu_nodes
 from conformance.nvidia import clusterpolicy
 from conformance.nvidia import labels as L
-from tests.integration.conftest import run_suites, verdicts
+from tests.helpers import run_suites, verdicts
 
 FLOW_TIMEOUT_S = 30.0  # the acceptance bar: the operator's sharing flow shows within 30 s
 PLUGIN_CONFIG = {  # NVIDIA/gpu-operator tests/plugin-config.yaml

@@ -1,77 +1,40 @@
 """The suites pass on every healthy profile and catch every fault under the right requirement.
 
-This is how a check that cannot fail shows up: each fault of the sim's catalog names the
-requirements that must fail when it is injected, and the diagnosis must name the faulty layer.
+This is how a check that cannot fail shows up: each fault of the sim's catalog
+(``conformance/sim/faults.py``) names the requirements that must fail when it is injected and a
+word the diagnoses must name (the faulty layer); this matrix plays every one of them.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from conformance.sim import profiles
-from conformance.sim.faults import FAULTS
-from tests.integration.conftest import run_suites, run_with_fault, verdicts
-from tests.integration.test_dra import DRA_EXPECTED, DRA_PROFILES
+from conformance.sim import faults, profiles
+from tests.helpers import DRA_PROFILES, run_suites, run_with_fault, verdicts
 
-SUITES = ("stack", "scheduling", "sharing")
-
-# fault -> (exactly the requirements that fail, a word the failing diagnoses name). Each fault
-# is played on its catalog profile (Fault.profile). Exact sets: a fault that makes an unrelated
-# check fail is as much a defect as a check that no fault can fail.
-_TAINT_EVICTS_OPERANDS = {"STACK-DRV-001", "STACK-TK-001", "STACK-DP-001", "STACK-DCGM-001",
-                          "STACK-GFD-001", "STACK-MIG-001", "STACK-VAL-001"}
-EXPECTED: dict[str, tuple[set[str], str]] = {
-    "device-plugin-absent": ({"STACK-DP-001", "STACK-DP-002", "SCHED-ALLOC-001",
-                              "SCHED-ALLOC-002", "SCHED-LAT-001", "SCHED-PLACE-001",
-                              "SCHED-PLACE-002"}, "device plugin"),
-    "toolkit-absent": ({"STACK-TK-001"}, "toolkit"),
-    "driver-version-mismatch": ({"STACK-DRV-002"}, "driver"),
-    "gfd-absent": ({"STACK-GFD-001", "STACK-GFD-002", "SCHED-PLACE-001"}, "Feature Discovery"),
-    "gfd-label-wrong": ({"STACK-DP-003"}, "GPU Feature Discovery"),
-    "time-slicing-replicas-mislabelled": ({"SHARE-LBL-001"}, "sharing labels"),
-    "operand-crashloop": ({"STACK-DCGM-001", "STACK-OPD-002"}, "DCGM"),
-    "clusterpolicy-notready": ({"STACK-OP-002"}, "ClusterPolicy"),
-    "gpu-node-taint-missing-toleration": ({"SCHED-TAINT-001", *_TAINT_EVICTS_OPERANDS}, "taint"),
-    "wrong-gpu-type-label": ({"SCHED-PLACE-001", "STACK-GFD-003"}, "wrong GPU type"),
-    "operator-unavailable": ({"STACK-OP-001"}, "GPU Operator deployment"),
-    "driver-crashloop": ({"STACK-DRV-001", "STACK-VAL-001", "STACK-OPD-002"}, "driver"),
-    "mig-manager-crashloop": ({"STACK-MIG-001", "STACK-OPD-002"}, "MIG manager"),
-    "gpu-request-rewriter": ({"SCHED-INT-001", "SCHED-INT-002"}, "admission"),
-    "compute-capability-label-wrong": ({"SCHED-PLACE-001", "SCHED-PLACE-002", "STACK-GFD-003"},
-                                       "compute-capability"),
-    # the plugin and GFD crash-loop on it; the kubelet keeps the plugin's last capacity with
-    # nothing allocatable (as the real node shows: tests/node/test_node_fault_matrix.py)
-    "sharing-config-invalid": ({"SHARE-CFG-001", "STACK-DP-001", "STACK-OPD-002",
-                                "STACK-DP-002", "STACK-GFD-001", "SCHED-ALLOC-001",
-                                "SCHED-ALLOC-002", "SCHED-LAT-001", "SCHED-PLACE-001",
-                                "SCHED-PLACE-002", "SHARE-OVS-001"},
-                               "sharing config"),
-    "sharing-config-not-applied": ({"SHARE-CAP-001", "SHARE-OVS-001"}, "sharing config"),
-    "frgo-ignored": ({"SHARE-FRGO-001"}, "device plugin"),
-    "unpinned-gpu-workload": ({"SCHED-PLACE-003"}, "nodeSelector"),
-}
+SUITES = faults.SUITES
+# The static faults a default run catches (DRA faults: test_dra.py; reconcile faults: the
+# disruptive operations suite, test_operations.py). What each must fail is on the fault itself.
+STATIC = sorted(f.name for f in faults.FAULTS if not f.reconcile and f.suites == SUITES)
 _EVERY_STACK_PASSES = {"STACK-DP-001", "STACK-DP-002", "STACK-DRV-002",
                        "STACK-GFD-001", "STACK-GFD-002", "STACK-GFD-003", "STACK-OPD-002",
                        "SCHED-ALLOC-001", "SCHED-ALLOC-002", "SCHED-INT-001", "SCHED-INT-002",
                        "SCHED-LAT-001", "SCHED-PLACE-001", "SCHED-PLACE-002"}
 _OPERATOR_PASSES = {"STACK-OP-001", "STACK-OP-002", "STACK-DRV-001", "STACK-TK-001",
                     "STACK-DCGM-001", "STACK-VAL-001"}
-# Reconcile faults break the operator's reaction to changes; the disruptive operations suite
-# catches them (tests/integration/test_operations.py).
-NOT_STATIC = {"standin-ignores-changes"}
 
 
 def test_every_fault_has_an_expectation():
-    # DRA faults fail DRA requirements, with the dra suite: test_dra.py plays them
-    assert set(EXPECTED) | set(DRA_EXPECTED) | NOT_STATIC == {f.name for f in FAULTS}
+    """Each fault says what it fails, or is a reconcile fault the operations suite catches."""
+    silent = [f.name for f in faults.FAULTS if not f.reconcile and not (f.fails and f.word)]
+    assert silent == []
 
 
 def test_every_sim_check_is_proven_to_fail():
     """No check runs on the sim that no injected fault makes fail (a check that cannot fail)."""
     from conformance import catalog
 
-    proven = set().union(*(failing for failing, _word in [*EXPECTED.values(),
-                                                          *DRA_EXPECTED.values()]))
+    proven = set().union(*(f.fails for f in faults.FAULTS))
     proven |= {"STACK-OP-003"}  # test_helm_release_check_fails_for_a_missing_release
     proven |= {r.id for r in catalog.REQUIREMENTS if r.disruptive}  # test_operations.py
     unproven = {r.id for r in catalog.REQUIREMENTS if "sim" in r.targets} - proven
@@ -101,10 +64,9 @@ def test_suites_pass_on_healthy_profile(profile, sim, sim_state, tmp_path):
     assert must_pass <= verdicts(doc, "pass"), sorted(must_pass - verdicts(doc, "pass"))
 
 
-@pytest.mark.parametrize("fault", sorted(EXPECTED))
+@pytest.mark.parametrize("fault", STATIC)
 def test_fault_fails_the_right_requirements(fault, sim, sim_cluster, sim_state, tmp_path):
-    must_fail, layer_word = EXPECTED[fault]
-    run_with_fault(sim, sim_cluster, sim_state, tmp_path, SUITES, fault, must_fail, layer_word)
+    run_with_fault(sim, sim_cluster, sim_state, tmp_path, faults.BY_NAME[fault])
 
 
 def test_certify_names_exactly_the_injected_fault(sim, sim_state, tmp_path):

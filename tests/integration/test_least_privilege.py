@@ -10,7 +10,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster import rbac
 from conformance.cluster.client import connect
-from tests.integration.conftest import run_suites, verdicts
+from tests.helpers import run_suites, verdicts
 
 SUITES = ("stack", "scheduling", "sharing")
 

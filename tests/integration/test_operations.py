@@ -4,7 +4,7 @@ controller) and fail when the stand-in is told to ignore changes; nothing stays 
 from __future__ import annotations
 
 from conformance.cluster.views import read_cluster_policy
-from tests.integration.conftest import run_suites, verdicts
+from tests.helpers import run_suites, verdicts
 
 RECONCILE = {"OPS-REC-001", "OPS-REC-002"}
 

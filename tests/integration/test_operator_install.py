@@ -12,7 +12,7 @@ from conformance.common.console import quiet
 from conformance.options import Options
 from conformance.run import operator_install
 from conformance.sim import cluster as simcluster
-from tests.integration.conftest import REPO, run_suites, verdicts
+from tests.helpers import REPO, run_suites, verdicts
 
 CHART = REPO.parent / "shared" / "upstream" / "gpu-operator-v26.7.0" / "chart"
 

@@ -11,7 +11,7 @@ from conformance.common.console import quiet
 from conformance.controlplane.components import ControlPlane
 from conformance.options import Options
 from conformance.run.plan import RunPlan
-from tests.integration.conftest import SIM_NAME, run_suites, verdicts
+from tests.helpers import SIM_NAME, run_suites, verdicts
 
 OUTAGE_S = 4.0
 

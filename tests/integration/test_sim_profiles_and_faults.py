@@ -13,7 +13,7 @@ from conformance.nvidia import gfd_contract
 from conformance.nvidia import labels as L
 from conformance.sim import gfd, profiles
 from conformance.sim.faults import FAULTS
-from tests.integration.test_dra import DRA_SYMPTOMS
+from tests.integration.dra_symptoms import DRA_SYMPTOMS
 
 # large, dra-large: see the scale benchmark
 SIM_PROFILES = [p for p in profiles.PROFILES if p not in ("large", "dra-large")]

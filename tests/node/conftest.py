@@ -19,11 +19,7 @@ from conformance.common.errors import UsageError
 from conformance.node import chart as chartmod
 from conformance.node import lifecycle
 from tests.node import hostsnap
-
-NODE_NAME = f"ntest-{os.getpid()}"
-GPU_PROFILE = "8xH100"
-GPU_COUNT = 8
-
+from tests.node.node_env import GPU_PROFILE, NODE_NAME
 
 # run last, in this order: the GPU Operator takes the node's device plugin over; down takes
 # the session's node away

@@ -184,16 +184,42 @@ def gpu_lost(ctx: Ctx) -> None:
              lambda: _crash_looping(GFD_DS)(ctx) or _gpus_advertised(ctx))
 
 
-FAULTS: dict[str, Callable[[Ctx], None]] = {
-    "device-plugin-daemonset-deleted": delete_plugin_daemonset,
-    "device-plugin-crashloop": plugin_rejects_its_flags,
-    "device-plugin-socket-removed": plugin_socket_removed,
-    "kubelet-socket-removed": kubelet_socket_removed,
-    "sharing-config-rejected": sharing_config_rejected,
-    "gfd-stopped-labels-stale": gfd_stopped_labels_stale,
-    "cdi-spec-removed": cdi_spec_removed,
-    "mock-nvml-gpu-lost": gpu_lost,
-}
+# what needs a GPU the kubelet can hand out: every check that places or starts a GPU pod
+_NO_ALLOCATABLE_GPUS = frozenset({"STACK-DP-002", "STACK-TK-002", "SCHED-ALLOC-001",
+                                  "SCHED-ALLOC-002", "SCHED-LAT-001", "SCHED-PLACE-001",
+                                  "SCHED-PLACE-002"})
+
+
+@dataclass(frozen=True)
+class NodeFault:
+    """A fault made in the node's real components, and exactly what a run of the stack,
+    scheduling and sharing suites must fail under it (a word their diagnoses name)."""
+
+    name: str
+    play: Callable[[Ctx], None]
+    fails: frozenset[str]
+    word: str
+
+
+FAULTS: dict[str, NodeFault] = {f.name: f for f in (
+    NodeFault("device-plugin-daemonset-deleted", delete_plugin_daemonset,
+              _NO_ALLOCATABLE_GPUS | {"STACK-DP-001"}, "device plugin"),
+    NodeFault("device-plugin-crashloop", plugin_rejects_its_flags,
+              _NO_ALLOCATABLE_GPUS | {"STACK-DP-001", "STACK-OPD-002"}, "device plugin"),
+    # the kubelet keeps its connection to a running plugin: nothing breaks (the suites pass)
+    NodeFault("device-plugin-socket-removed", plugin_socket_removed, frozenset(), ""),
+    # the plugin runs (its DaemonSet is rolled out) but cannot register its resource
+    NodeFault("kubelet-socket-removed", kubelet_socket_removed, _NO_ALLOCATABLE_GPUS,
+              "device plugin"),
+    NodeFault("sharing-config-rejected", sharing_config_rejected,
+              _NO_ALLOCATABLE_GPUS | {"SHARE-CFG-001", "SHARE-OVS-001", "STACK-DP-001",
+                                      "STACK-GFD-001", "STACK-OPD-002"}, "sharing config"),
+    NodeFault("gfd-stopped-labels-stale", gfd_stopped_labels_stale,
+              frozenset({"STACK-GFD-001", "SHARE-LBL-001"}), "Feature Discovery"),
+    NodeFault("cdi-spec-removed", cdi_spec_removed, frozenset({"STACK-TK-002"}), "toolkit"),
+    NodeFault("mock-nvml-gpu-lost", gpu_lost, frozenset({"STACK-GFD-001", "STACK-OPD-002"}),
+              "Feature Discovery"),
+)}
 
 
 def _replace_pods(ctx: Ctx, prefix: str) -> None:

@@ -25,7 +25,7 @@ from conformance.node.state import MPS_ROOT
 from conformance.nvidia.gfd_contract import check_gfd_labels
 from conformance.nvidia.sharing import MPS_DAEMON_COMPUTE_MODE
 from tests.node import hostsnap
-from tests.node.conftest import GPU_COUNT, NODE_NAME
+from tests.node.node_env import GPU_COUNT, NODE_NAME
 
 POD_TIMEOUT_S = 60.0  # a pod here starts in 1-3 s; a minute covers a loaded CI machine
 
