@@ -20,10 +20,10 @@ setup: $(BIN)/gpuconf  ## venv + package + control-plane and real-node binaries 
 	bash ci/build-controlplane.sh
 	@# the real node (`--target node`) is optional: a host that cannot build it keeps the sim
 	@# NVIDIA_SRC: the upstream NVIDIA sources (device plugin tag, mock NVML); see build-node.sh
-	bash conformance/build/build-node.sh $(if $(NVIDIA_SRC),--nvidia-src $(NVIDIA_SRC)) all \
+	bash conformance/binaries/build-node.sh $(if $(NVIDIA_SRC),--nvidia-src $(NVIDIA_SRC)) all \
 	  || echo "warning: the real node (--target node) is not (fully) built: see the errors above; the sim is unaffected"
 	@# the GPU Operator from source (`gpuconf node operator`), opt-in: where NVIDIA_SRC has it
-	$(if $(NVIDIA_SRC),bash conformance/build/build-node.sh --nvidia-src $(NVIDIA_SRC) gpu-operator \
+	$(if $(NVIDIA_SRC),bash conformance/binaries/build-node.sh --nvidia-src $(NVIDIA_SRC) gpu-operator \
 	  || echo "warning: the GPU Operator (gpuconf node operator) is not built: see the errors above")
 
 $(BIN)/gpuconf: pyproject.toml

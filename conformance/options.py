@@ -10,6 +10,10 @@ the run plan forwards to the pytest it starts. An option is declared once, here.
 - ``pytest``: a pytest option the run plan sets itself (run ID, results folder, the Helm
   release it installed); ``gpuconf run`` users do not set it.
 - ``run``: only ``gpuconf run`` has it (what to run and how: suites, results, installs).
+- ``node``: how to bring the real node up: a ``gpuconf run`` option for ``--target node`` (the
+  run plan hands it to ``node up``, not to pytest) and an option of ``gpuconf node up`` (under
+  ``node_flag`` where that differs) and of the bring-up benchmark. Its help is written for
+  ``node up``; ``gpuconf run`` prefixes it with ``(--target node)``.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib.util
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from conformance.common.vocab import TARGETS
 
-Scope = Literal["both", "pytest", "run"]
+Scope = Literal["both", "pytest", "run", "node"]
 SUITES = ("stack", "scheduling", "sharing", "operations", "dra")
 # dra is a default: it checks a cluster that serves GPUs through the NVIDIA DRA driver and is
 # not-applicable, check by check, on one that does not.
@@ -34,7 +39,8 @@ DEFAULT_WORKLOAD_IMAGE = "cupy/cupy:v13.3.0"
 def _option(default: Any = None, *, help: str, scope: Scope = "both", flag: str | None = None,
             pytest_flag: str | None = None, metavar: str | None = None,
             choices: tuple[str, ...] | None = None, type: type | None = None,
-            many: bool = False, switch: bool = False, registered_by: str | None = None) -> Any:
+            many: bool = False, switch: bool = False, registered_by: str | None = None,
+            node_flag: str | None = None, exclusive: str | None = None) -> Any:
     """A field of :class:`Options` carrying its command-line declaration.
 
     ``flag`` is the ``gpuconf run`` flag and, unless ``pytest_flag`` differs, the pytest one
@@ -42,10 +48,13 @@ def _option(default: Any = None, *, help: str, scope: Scope = "both", flag: str 
     boolean flag. ``registered_by``: the module of another plugin that registers the pytest
     option (pytest-kind's ``--kubeconfig``); this plugin reads it, and registers it itself where
     that plugin is not installed (a GPU host with the suite's wheels but not pytest-kind's).
+    ``node_flag``: the ``gpuconf node up`` flag of a ``node`` option, where it differs;
+    ``exclusive``: ``node up`` options of one such group exclude each other.
     """
     meta = {"help": help, "scope": scope, "flag": flag, "pytest_flag": pytest_flag,
             "metavar": metavar, "choices": choices, "type": type, "many": many,
-            "switch": switch, "registered_by": registered_by}
+            "switch": switch, "registered_by": registered_by, "node_flag": node_flag,
+            "exclusive": exclusive}
     if many:
         return field(default_factory=list, metadata=meta)
     return field(default=default, metadata=meta)
@@ -108,21 +117,20 @@ class Options:
                                help="kind config in kind-config/ for --target kind")
     # --- the real node (--target node without --kubeconfig: `gpuconf node up` for the run) --
     nvidia_src: str | None = _option(
-        metavar="DIR", scope="run", help="upstream NVIDIA sources for --target node: the "
-        "k8s-device-plugin tag's folder or archive (its Helm chart), as downloaded from GitHub "
-        "(default $NVIDIA_SRC)")
+        metavar="DIR", scope="node", help="upstream NVIDIA sources: the k8s-device-plugin tag's "
+        "folder or archive (its Helm chart), as downloaded from GitHub (default $NVIDIA_SRC)")
     gpu_profile: str | None = _option(
-        metavar="NxMODEL", scope="run", help="--target node on a host without GPUs: NVIDIA's "
+        metavar="NxMODEL", scope="node", exclusive="gpus", help="a host without GPUs: NVIDIA's "
         "mock NVML with this many GPUs of this model (default 8xH100)")
     driver_root: str | None = _option(
-        metavar="DIR", scope="run", help="--target node on a GPU host: the NVIDIA driver's root "
-        "(e.g. /usr/local/nvidia or /)")
+        metavar="DIR", scope="node", exclusive="gpus", help="a GPU host: the NVIDIA driver's "
+        "root (e.g. /usr/local/nvidia or /)")
     dev_root: str | None = _option(
-        metavar="DIR", scope="run", help="--target node: where the driver's dev/nvidia* are, "
-        "when not below --driver-root (e.g. /)")
+        metavar="DIR", scope="node", help="where the driver's dev/nvidia* are, when not below "
+        "--driver-root (e.g. /)")
     node_values: str | None = _option(
-        metavar="FILE", scope="run", help="--target node: Helm values merged over the node's "
-        "device plugin chart values (e.g. a time-slicing config.map)")
+        metavar="FILE", scope="node", node_flag="--chart-values", help="YAML (Helm) values "
+        "merged over the node's device plugin chart values (e.g. a time-slicing config.map)")
     # --- the GPU Operator -------------------------------------------------------------------
     install_operator: bool = _option(False, switch=True, scope="run",
                                      help="install the GPU Operator chart with Helm before the "
@@ -177,9 +185,12 @@ def _flag(f: dataclasses.Field, *, pytest: bool) -> str:
     return meta["flag"] or "--" + f.name.replace("_", "-")
 
 
-def _add(add_argument, f: dataclasses.Field, flag: str) -> None:
+def _add(add_argument, f: dataclasses.Field, flag: str, *, help: str | None = None,
+         required: bool = False) -> None:
     meta = f.metadata
-    kwargs: dict[str, Any] = {"dest": _dest(f), "help": meta["help"]}
+    kwargs: dict[str, Any] = {"dest": _dest(f), "help": help or meta["help"]}
+    if required:
+        kwargs["required"] = True
     if meta["switch"]:
         kwargs.update(action="store_true", default=False)
     else:
@@ -233,10 +244,40 @@ def pytest_flags(options: Options) -> list[str]:
 # ---- gpuconf run -----------------------------------------------------------------------------
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``gpuconf run`` options, in table order, each with its help."""
-    for f in _fields("both", "run"):
-        _add(parser.add_argument, f, _flag(f, pytest=False))
+    for f in _fields("both", "run", "node"):
+        help = f"(--target node) {f.metadata['help']}" if f.metadata["scope"] == "node" else None
+        _add(parser.add_argument, f, _flag(f, pytest=False), help=help)
 
 
 def from_args(args: argparse.Namespace) -> Options:
     """The options of a parsed ``gpuconf run`` (pytest-only fields keep their defaults)."""
-    return Options(**{f.name: getattr(args, _dest(f)) for f in _fields("both", "run")})
+    return Options(**{f.name: getattr(args, _dest(f)) for f in _fields("both", "run", "node")})
+
+
+def run_flag(name: str) -> str:
+    """The ``gpuconf run`` flag of the option ``name`` (for one-line errors)."""
+    return _flag(next(f for f in dataclasses.fields(Options) if f.name == name), pytest=False)
+
+
+def node_flags_set(options: Options) -> list[str]:
+    """The ``gpuconf run`` flags of the node options ``options`` sets (they need a node that
+    the run brings up)."""
+    return [_flag(f, pytest=False) for f in _fields("node") if getattr(options, f.name)]
+
+
+# ---- gpuconf node up and the bring-up benchmark ------------------------------------------------
+def add_node_arguments(parser: argparse.ArgumentParser, names: Collection[str] | None = None,
+                       *, required: Collection[str] = ()) -> None:
+    """The node options (all, or those ``names``) as ``gpuconf node up`` takes them: in table
+    order, under their node flag, options of one ``exclusive`` group excluding each other.
+    The parsed values land under the field names (``args.gpu_profile``, ``args.node_values``)."""
+    groups: dict[str, Any] = {}
+    for f in _fields("node"):
+        if names is not None and f.name not in names:
+            continue
+        group = f.metadata["exclusive"]
+        if group and group not in groups:
+            groups[group] = parser.add_mutually_exclusive_group()
+        add = groups[group].add_argument if group else parser.add_argument
+        _add(add, f, f.metadata["node_flag"] or _flag(f, pytest=False),
+             required=f.name in required)

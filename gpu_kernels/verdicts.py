@@ -1,7 +1,10 @@
 """STACK-NODE-001..007 verdicts on an inventory dict (inventory.py's shape). Pure logic.
 
-Each check returns {"id", "verdict": pass|fail|not-applicable, "message"}. A check over
-several GPUs fails when any GPU fails, is not-applicable when every GPU is, else passes.
+Each requirement has one rule, named in :data:`NODE_RULES` or :data:`GPU_RULES` (the suite,
+``conformance/suites/stack/test_node_gpu.py``, names them in its checklist). A node rule judges
+the whole inventory, a GPU rule each GPU: the requirement fails when any GPU fails, is
+not-applicable when every GPU is, else passes. :func:`evaluate` gives
+{"id", "verdict": pass|fail|not-applicable, "message"} for each.
 
 STACK-NODE-007 and idle GPUs: an idle GPU lowers its PCIe link *generation* to save power
 (and raises it again under load), so a lower generation while NVML reports the GpuIdle
@@ -30,11 +33,15 @@ class Options:
 
 
 @dataclass
-class _Gpu:
-    """One GPU's outcome of a per-GPU check."""
+class Outcome:
+    """A rule's verdict on the node (a node rule) or on one GPU (a GPU rule)."""
 
     verdict: str
     message: str
+
+
+NodeRule = Callable[[Mapping[str, Any], Options], Outcome]  # judges the whole inventory
+GpuRule = Callable[[Mapping[str, Any], Options], Outcome]  # judges one GPU
 
 
 def version_tuple(version: str) -> tuple[int, ...]:
@@ -49,22 +56,22 @@ def _verdict(req_id: str, verdict: str, message: str) -> dict[str, str]:
     return {"id": req_id, "verdict": verdict, "message": message}
 
 
-def _per_gpu(req_id: str, gpus: Sequence[Mapping[str, Any]],
-             judge: Callable[[Mapping[str, Any]], _Gpu]) -> dict[str, str]:
+def _per_gpu(req_id: str, gpus: Sequence[Mapping[str, Any]], rule: GpuRule,
+             opts: Options) -> dict[str, str]:
     if not gpus:
         return _verdict(req_id, FAIL, "no GPU enumerated")
-    outcomes = [(gpu.get("index", i), judge(gpu)) for i, gpu in enumerate(gpus)]
+    outcomes = [(gpu.get("index", i), rule(gpu, opts)) for i, gpu in enumerate(gpus)]
     verdicts = {o.verdict for _, o in outcomes}
     verdict = FAIL if FAIL in verdicts else NA if verdicts == {NA} else PASS
     message = "; ".join(f"GPU {i}: {o.message}" for i, o in outcomes)
     return _verdict(req_id, verdict, message)
 
 
-def check_enumeration(inv: Mapping[str, Any]) -> dict[str, str]:
+def enumeration(inv: Mapping[str, Any], _opts: Options) -> Outcome:
     """STACK-NODE-001: every GPU has a model, memory and a UUID no other GPU has."""
     gpus = inv.get("gpus") or []
     if not gpus:
-        return _verdict("STACK-NODE-001", FAIL, "NVML enumerated no GPU")
+        return Outcome(FAIL, "NVML enumerated no GPU")
     problems = []
     for i, gpu in enumerate(gpus):
         missing = [k for k in ("name", "uuid") if not gpu.get(k)]
@@ -77,84 +84,84 @@ def check_enumeration(inv: Mapping[str, Any]) -> dict[str, str]:
         problems.append("duplicate UUIDs: " + ", ".join(sorted({u for u in uuids
                                                                if uuids.count(u) > 1})))
     if problems:
-        return _verdict("STACK-NODE-001", FAIL, "; ".join(problems))
+        return Outcome(FAIL, "; ".join(problems))
     names = sorted({f"{g['name']} ({g['memory_total_bytes'] / 2**30:.0f} GiB)" for g in gpus})
-    return _verdict("STACK-NODE-001", PASS,
-                    f"{len(gpus)} GPU(s), distinct UUIDs: {', '.join(names)}")
+    return Outcome(PASS, f"{len(gpus)} GPU(s), distinct UUIDs: {', '.join(names)}")
 
 
-def check_versions(inv: Mapping[str, Any], opts: Options) -> dict[str, str]:
+def versions(inv: Mapping[str, Any], opts: Options) -> Outcome:
     """STACK-NODE-002: driver and CUDA versions reported, equal on every GPU, as required."""
     gpus = inv.get("gpus") or []
     if not gpus:
-        return _verdict("STACK-NODE-002", FAIL, "no GPU enumerated")
+        return Outcome(FAIL, "no GPU enumerated")
     drivers = {g.get("driver_version") for g in gpus}
     cudas = {g.get("cuda_driver_version") for g in gpus}
     if None in drivers or None in cudas:
-        return _verdict("STACK-NODE-002", FAIL, "driver or CUDA version not reported")
+        return Outcome(FAIL, "driver or CUDA version not reported")
     if len(drivers) > 1 or len(cudas) > 1:
-        return _verdict("STACK-NODE-002", FAIL, f"GPUs disagree: drivers {sorted(drivers)}, "
-                        f"CUDA {sorted(cudas)}")
+        return Outcome(FAIL, f"GPUs disagree: drivers {sorted(drivers)}, CUDA {sorted(cudas)}")
     driver, cuda = drivers.pop(), cudas.pop()
     found = f"driver {driver}, CUDA {cuda}"
     if opts.expected_driver_version and driver != opts.expected_driver_version:
-        return _verdict("STACK-NODE-002", FAIL,
-                        f"{found}; expected driver {opts.expected_driver_version}")
+        return Outcome(FAIL, f"{found}; expected driver {opts.expected_driver_version}")
     if opts.min_driver_version:
         try:
             too_old = version_tuple(driver) < version_tuple(opts.min_driver_version)
         except ValueError as exc:
-            return _verdict("STACK-NODE-002", FAIL, f"{found}; {exc}")
+            return Outcome(FAIL, f"{found}; {exc}")
         if too_old:
-            return _verdict("STACK-NODE-002", FAIL,
-                            f"{found}; older than the minimum {opts.min_driver_version}")
-    return _verdict("STACK-NODE-002", PASS, f"{found} on all {len(gpus)} GPU(s)")
+            return Outcome(FAIL, f"{found}; older than the minimum {opts.min_driver_version}")
+    return Outcome(PASS, f"{found} on all {len(gpus)} GPU(s)")
 
 
-def _ecc(gpu: Mapping[str, Any]) -> _Gpu:
+def ecc(gpu: Mapping[str, Any], _opts: Options) -> Outcome:
+    """STACK-NODE-003: ECC enabled, no volatile uncorrectable errors."""
     ecc = gpu.get("ecc") or {}
     if not ecc.get("supported"):
-        return _Gpu(NA, "ECC not supported")
+        return Outcome(NA, "ECC not supported")
     if ecc.get("current") != "Enabled":
-        return _Gpu(FAIL, f"ECC {ecc.get('current')} (pending {ecc.get('pending')})")
+        return Outcome(FAIL, f"ECC {ecc.get('current')} (pending {ecc.get('pending')})")
     uncorrected = ecc.get("volatile_uncorrected")
     if uncorrected is None:
-        return _Gpu(FAIL, "ECC enabled but the volatile uncorrectable count is unreadable")
+        return Outcome(FAIL, "ECC enabled but the volatile uncorrectable count is unreadable")
     if uncorrected > 0:
-        return _Gpu(FAIL, f"{uncorrected} volatile uncorrectable ECC error(s): drain and reset")
-    return _Gpu(PASS, f"ECC enabled, 0 volatile uncorrectable, "
+        return Outcome(FAIL, f"{uncorrected} volatile uncorrectable ECC error(s): drain and reset")
+    return Outcome(PASS, f"ECC enabled, 0 volatile uncorrectable, "
                       f"{ecc.get('volatile_corrected')} corrected")
 
 
-def _compute_mode(allowed: Sequence[str]) -> Callable[[Mapping[str, Any]], _Gpu]:
-    def judge(gpu: Mapping[str, Any]) -> _Gpu:
-        mode = gpu.get("compute_mode")
-        if mode is None:
-            return _Gpu(NA, "compute mode not reported")
-        verdict = PASS if mode in allowed else FAIL
-        return _Gpu(verdict, f"compute mode {mode} (allowed: {', '.join(allowed)})")
-    return judge
+def compute_mode(gpu: Mapping[str, Any], opts: Options) -> Outcome:
+    """STACK-NODE-004: a compute mode that lets pods share the GPU (Default unless told)."""
+    allowed = opts.allowed_compute_modes
+    mode = gpu.get("compute_mode")
+    if mode is None:
+        return Outcome(NA, "compute mode not reported")
+    verdict = PASS if mode in allowed else FAIL
+    return Outcome(verdict, f"compute mode {mode} (allowed: {', '.join(allowed)})")
 
 
-def _mig(gpu: Mapping[str, Any]) -> _Gpu:
+def mig(gpu: Mapping[str, Any], _opts: Options) -> Outcome:
+    """STACK-NODE-005: MIG mode reported, no mode change pending."""
     mig = gpu.get("mig") or {}
     if not mig.get("supported"):
-        return _Gpu(NA, "MIG not supported")
+        return Outcome(NA, "MIG not supported")
     current, pending = mig.get("current"), mig.get("pending")
     if current != pending:
-        return _Gpu(FAIL, f"MIG {current}, pending {pending}: a mode change awaits a GPU reset")
-    return _Gpu(PASS, f"MIG {current} (pending {pending})")
+        return Outcome(FAIL, f"MIG {current}, pending {pending}: a mode change awaits a GPU reset")
+    return Outcome(PASS, f"MIG {current} (pending {pending})")
 
 
-def _throttle(gpu: Mapping[str, Any]) -> _Gpu:
+def throttle(gpu: Mapping[str, Any], _opts: Options) -> Outcome:
+    """STACK-NODE-006: no hardware, thermal or power-brake slowdown."""
     reasons = gpu.get("clocks_event_reasons") or {}
     if reasons.get("mask") is None:
-        return _Gpu(NA, "clocks-event reasons not reported")
+        return Outcome(NA, "clocks-event reasons not reported")
     names = list(reasons.get("names") or [])
     bad = sorted(SLOWDOWN_REASONS.intersection(names))
     if bad:
-        return _Gpu(FAIL, "slowdown reasons active: " + ", ".join(bad))
-    return _Gpu(PASS, "no slowdown reasons" + (f" (benign: {', '.join(names)})" if names else ""))
+        return Outcome(FAIL, "slowdown reasons active: " + ", ".join(bad))
+    benign = f" (benign: {', '.join(names)})" if names else ""
+    return Outcome(PASS, "no slowdown reasons" + benign)
 
 
 def _is_idle(gpu: Mapping[str, Any]) -> bool:
@@ -162,32 +169,45 @@ def _is_idle(gpu: Mapping[str, Any]) -> bool:
     return "GpuIdle" in names or gpu.get("utilization_gpu_pct") == 0
 
 
-def _pcie(gpu: Mapping[str, Any]) -> _Gpu:
+def pcie(gpu: Mapping[str, Any], _opts: Options) -> Outcome:
+    """STACK-NODE-007: the PCIe link at its maximum width (and generation, unless idle)."""
     pcie = gpu.get("pcie") or {}
     gen, gen_max = pcie.get("gen_current"), pcie.get("gen_max")
     width, width_max = pcie.get("width_current"), pcie.get("width_max")
     if None in (gen, gen_max, width, width_max):
-        return _Gpu(NA, "PCIe link not reported")
+        return Outcome(NA, "PCIe link not reported")
     link = f"PCIe gen {gen}/{gen_max}, x{width}/x{width_max}"
     if width < width_max:
-        return _Gpu(FAIL, f"{link}: link width downtrained")
+        return Outcome(FAIL, f"{link}: link width downtrained")
     if gen < gen_max:
         if _is_idle(gpu):
-            return _Gpu(PASS, f"{link}: lower generation while idle (power saving), allowed")
-        return _Gpu(FAIL, f"{link}: generation below maximum while busy")
-    return _Gpu(PASS, f"{link}: at maximum")
+            return Outcome(PASS, f"{link}: lower generation while idle (power saving), allowed")
+        return Outcome(FAIL, f"{link}: generation below maximum while busy")
+    return Outcome(PASS, f"{link}: at maximum")
+
+
+# Each requirement and its rule: the one place that says which rule judges which ID.
+NODE_RULES: dict[str, NodeRule] = {
+    "STACK-NODE-001": enumeration,
+    "STACK-NODE-002": versions,
+}
+GPU_RULES: dict[str, GpuRule] = {
+    "STACK-NODE-003": ecc,
+    "STACK-NODE-004": compute_mode,
+    "STACK-NODE-005": mig,
+    "STACK-NODE-006": throttle,
+    "STACK-NODE-007": pcie,
+}
+REQUIREMENTS = (*NODE_RULES, *GPU_RULES)
 
 
 def evaluate(inv: Mapping[str, Any], opts: Options | None = None) -> list[dict[str, str]]:
     """All seven STACK-NODE verdicts for one node's inventory."""
     opts = opts or Options()
     gpus = inv.get("gpus") or []
-    return [
-        check_enumeration(inv),
-        check_versions(inv, opts),
-        _per_gpu("STACK-NODE-003", gpus, _ecc),
-        _per_gpu("STACK-NODE-004", gpus, _compute_mode(opts.allowed_compute_modes)),
-        _per_gpu("STACK-NODE-005", gpus, _mig),
-        _per_gpu("STACK-NODE-006", gpus, _throttle),
-        _per_gpu("STACK-NODE-007", gpus, _pcie),
-    ]
+    found = []
+    for req_id, node_rule in NODE_RULES.items():
+        outcome = node_rule(inv, opts)
+        found.append(_verdict(req_id, outcome.verdict, outcome.message))
+    found += [_per_gpu(req_id, gpus, rule, opts) for req_id, rule in GPU_RULES.items()]
+    return found

@@ -17,7 +17,7 @@ rm -f /tmp/gpuconf-ts.replicas /tmp/gpuconf-workload-image.ref
 "$PY" - "$DRY" <<'EOF'
 import shutil, sys
 from pathlib import Path
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.node import gpu
 root = Path(sys.argv[1])
 nb = binaries.locate_node()

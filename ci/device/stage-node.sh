@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 SRC=${1:-${NVIDIA_SRC:-../shared/upstream}}
 BIN=${GPUCONF_CACHE:-$HOME/.cache/gpu-conformance}/bin
-source conformance/build/versions.env
+source conformance/binaries/versions.env
 K=$KUBERNETES_VERSION
 STAGE1=(kubernetes-$K/kube-apiserver kubernetes-$K/kube-controller-manager
         kubernetes-$K/kube-scheduler kubelet-$K etcd-$ETCD_VERSION helm-$HELM_VERSION)

@@ -7,6 +7,7 @@ import json
 from conformance.cli.parser import Parser
 from conformance.common.console import say
 from conformance.common.vocab import EXIT_FAILED, EXIT_OK
+from conformance.options import add_node_arguments
 
 
 def cmd_up(args) -> int:
@@ -15,7 +16,7 @@ def cmd_up(args) -> int:
     state = lifecycle.up(args.name, gpu_profile=args.gpu_profile, driver_root=args.driver_root,
                          dev_root=args.dev_root, nvidia_src=args.nvidia_src,
                          gpu_injection=args.gpu_injection,
-                         chart_values=chart.load_values(args.chart_values),
+                         chart_values=chart.load_values(args.node_values),
                          allow_compute_mode_change=args.allow_compute_mode_change, progress=say)
     print(f"export KUBECONFIG={state.kubeconfig}")
     return EXIT_OK
@@ -24,7 +25,7 @@ def cmd_up(args) -> int:
 def cmd_reconfigure(args) -> int:
     from conformance.node import chart, lifecycle
 
-    lifecycle.reconfigure(args.name, chart_values=chart.load_values(args.chart_values),
+    lifecycle.reconfigure(args.name, chart_values=chart.load_values(args.node_values),
                           allow_compute_mode_change=args.allow_compute_mode_change,
                           progress=say)
     say(f"node {args.name!r}: chart values applied and rolled out")
@@ -90,17 +91,8 @@ def register(sub) -> None:
     nsub = node.add_subparsers(dest="node_command", required=True, parser_class=Parser)
     up = nsub.add_parser("up", help="start the control plane and this machine as a node")
     _name(up)
-    gpus = up.add_mutually_exclusive_group()
-    gpus.add_argument("--gpu-profile", metavar="NxMODEL",
-                      help="a host without GPUs: NVIDIA's mock NVML with this many GPUs of this "
-                           "model (default 8xH100)")
-    gpus.add_argument("--driver-root", metavar="DIR",
-                      help="a GPU host: the NVIDIA driver's root (e.g. /usr/local/nvidia or /)")
-    up.add_argument("--dev-root", metavar="DIR",
-                    help="where the driver's dev/nvidia* are when not below --driver-root "
-                         "(e.g. /)")
-    _nvidia_src(up)
-    _chart_values(up)
+    add_node_arguments(up)  # --nvidia-src, --gpu-profile | --driver-root, --dev-root, ...
+    _allow_compute_mode_change(up)
     up.add_argument("--gpu-injection", choices=("cdi", "runtime"),
                     help="how pods get their GPUs: cdi (the plugin's CDI spec, plain runc) or "
                          "runtime (the plugin's NVIDIA_VISIBLE_DEVICES, the NVIDIA runtime as "
@@ -111,7 +103,8 @@ def register(sub) -> None:
     rc = nsub.add_parser("reconfigure", help="helm upgrade the node's device plugin chart with "
                          "new values (e.g. time-slicing) and wait for the rollout")
     _name(rc)
-    _chart_values(rc, required=True)
+    add_node_arguments(rc, ["node_values"], required=["node_values"])  # --chart-values
+    _allow_compute_mode_change(rc)
     rc.set_defaults(func=cmd_reconfigure)
     down = nsub.add_parser("down", help="stop the node and its control plane; undo every host "
                            "change up made")
@@ -159,19 +152,6 @@ def register(sub) -> None:
 def _name(parser) -> None:
     parser.add_argument("--name", default="gpuconf",
                         help="node (and control plane) name (default gpuconf)")
-
-
-def _nvidia_src(parser) -> None:
-    parser.add_argument("--nvidia-src", metavar="DIR",
-                        help="upstream NVIDIA sources: the k8s-device-plugin tag's folder or "
-                             "archive, as downloaded from GitHub (default $NVIDIA_SRC)")
-
-
-def _chart_values(parser, *, required: bool = False) -> None:
-    parser.add_argument("--chart-values", metavar="FILE", required=required,
-                        help="YAML values merged over the node's device plugin chart values "
-                             "(e.g. a time-slicing config.map)")
-    _allow_compute_mode_change(parser)
 
 
 def _allow_compute_mode_change(parser) -> None:

@@ -30,7 +30,7 @@ def cmd_down(args) -> int:
 
 
 def cmd_status(args) -> int:
-    from conformance.sim.controlplane import ControlPlane
+    from conformance.controlplane.components import ControlPlane
 
     status = ControlPlane(args.name).status()
     if args.json:
@@ -58,7 +58,7 @@ def cmd_set(args) -> int:
 
 
 def cmd_build(args) -> int:
-    from conformance.build import binaries
+    from conformance.binaries import binaries
 
     binaries.build(args.component)
     return EXIT_OK

@@ -26,7 +26,7 @@ from conformance.checks import dra as rules
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.checks.rollout import pod_ready
 from conformance.cluster import pods
-from conformance.cluster.client import Cluster, Forbidden, NotFound, already_done
+from conformance.cluster.client import Cluster, Forbidden, NotFound
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.nvidia import dra
@@ -273,13 +273,6 @@ def create_claim(cluster: Cluster, namespace: str, prefix: str, spec: dict, run_
         "apiVersion": dra.RESOURCE_API, "kind": "ResourceClaim",
         "metadata": {"name": name, "labels": run_labels(run_id)}, "spec": spec})
     return name
-
-
-def delete_claim(cluster: Cluster, namespace: str, name: str) -> None:
-    with already_done(NotFound):
-        cluster.custom.delete_namespaced_custom_object(GROUP, VERSION, namespace,
-                                                       "resourceclaims", name)
-
 
 
 def claim_pod_manifest(prefix: str, run_id: str, *, template: str | None = None,

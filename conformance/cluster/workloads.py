@@ -16,7 +16,6 @@ from conformance.cluster.client import Cluster
 from conformance.cluster.pods import PodSpec
 from conformance.cluster.waits import WaitTimeout, wait_for
 
-DEFAULT_CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 START_TIMEOUT_S = 300.0  # a CUDA image pull on a fresh GPU node
 RUN_TIMEOUT_S = 600.0  # a kernel experiment: several points of seconds each, plus start-up
 # nvidia-smi or an NVML inventory: a second of work, so a pod still silent after two minutes is

@@ -1,6 +1,6 @@
 """Long-running local processes, started here, recorded by PID and stopped by PID.
 
-The one process handling of the sim's control plane (``conformance/sim/controlplane.py``) and
+The one process handling of the control plane (``conformance/controlplane/components.py``) and
 the real node (``conformance/node``): nothing is ever killed by name. A PID counts as ours only
 while it still runs the binary recorded for it (PIDs are reused).
 """

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import secrets
 import time
 
-# 20261203T075008Z-1a2b3c: sortable by start time, unique enough for parallel runs, and a valid
-# label value (<= 63 characters of [A-Za-z0-9._-]).
-RUN_ID_PATTERN = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")
-
 
 def new_run_id() -> str:
+    """E.g. 20261203T075008Z-1a2b3c: sortable by start time, unique enough for parallel runs,
+    and a valid label value (<= 63 characters of [A-Za-z0-9._-])."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
 
 

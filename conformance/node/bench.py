@@ -17,18 +17,23 @@ import sys
 import time
 
 from conformance.node import lifecycle
+from conformance.options import add_node_arguments
 
 MILESTONES = ("control_plane_ready", "images_imported", "node_ready", "daemonsets_rolled_out",
               "gpus_advertised", "total")
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m conformance.node.bench")
-    p.add_argument("--nvidia-src", required=True, metavar="DIR")
+    add_node_arguments(p, ["nvidia_src", "gpu_profile"], required=["nvidia_src"])
     p.add_argument("--runs", type=int, default=3)
-    p.add_argument("--gpu-profile", default=lifecycle.DEFAULT_GPU_PROFILE)
     p.add_argument("--name", default="gpuconf-bench")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    args.gpu_profile = args.gpu_profile or lifecycle.DEFAULT_GPU_PROFILE
     runs = []
     for i in range(args.runs):
         state = lifecycle.up(args.name, gpu_profile=args.gpu_profile, nvidia_src=args.nvidia_src,

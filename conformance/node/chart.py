@@ -16,9 +16,15 @@ from pathlib import Path
 
 import yaml
 
-from conformance.build import binaries
 from conformance.common.errors import ComponentFailed, UsageError
 from conformance.node.configs import RUNTIME_CLASS
+from conformance.nvidia.device_plugin_chart import (  # the chart's facts, here for the node's use
+    CHART_NAME,
+    NAMESPACE,
+    NFD_SUBCHART,
+    RELEASE,
+    VERSION,
+)
 from conformance.nvidia.labels import GPU_RESOURCE
 from conformance.nvidia.sharing import (
     CONFIG_KEYS,
@@ -28,11 +34,7 @@ from conformance.nvidia.sharing import (
     validate_sharing_config,
 )
 
-RELEASE = "nvdp"  # as the upstream README installs it
-NAMESPACE = "nvidia-device-plugin"
-CHART_NAME = "nvidia-device-plugin"
 INSTALL_TIMEOUT_S = 120.0
-NFD_SUBCHART = "node-feature-discovery"
 PLUGIN_CONTAINER = "nvidia-device-plugin-ctr"  # the plugin's container in the chart's DaemonSet
 RUNTIME_INJECTION = "runtime"  # up(gpu_injection=...): the other is "cdi"
 NVIDIA_SRC_ENV = "NVIDIA_SRC"  # --nvidia-src's default (the project's CI sets it)
@@ -65,7 +67,7 @@ def _chart_version(chart: Path) -> str | None:
 
 def find_chart(nvidia_src: str | Path | None) -> Path:
     """The device plugin chart of the pinned version, or a one-line error naming the download."""
-    version = binaries.read_versions()["NVIDIA_DEVICE_PLUGIN_VERSION"]
+    version = VERSION
     hint = (f"download https://github.com/NVIDIA/k8s-device-plugin/archive/refs/tags/"
             f"{version}.tar.gz (or `helm pull nvdp/nvidia-device-plugin --version "
             f"{version.lstrip('v')}`) and pass its folder as --nvidia-src")

@@ -12,6 +12,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.controlplane.kubeconfig import kubeconfig
+
 BRIDGE = "gpuconf0"
 POD_CIDR = "10.244.0.0/24"
 NODE_IP = "10.244.0.1"  # the bridge's own address: the node's InternalIP and the pods' gateway
@@ -237,17 +239,6 @@ def kubelet_yaml(p: Paths, *, cgroup: str, oom_score_adj: int, ca: Path) -> str:
 
 
 def bootstrap_kubeconfig(server: str, ca: Path, token: str) -> str:
-    import base64
-
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "gpuconf", "cluster": {
-            "server": server,
-            "certificate-authority-data": base64.b64encode(ca.read_bytes()).decode()}}],
-        "users": [{"name": "kubelet-bootstrap", "user": {"token": token}}],
-        "contexts": [{"name": "bootstrap", "context": {"cluster": "gpuconf",
-                                                       "user": "kubelet-bootstrap"}}],
-        "current-context": "bootstrap",
-    }
-    return json.dumps(doc, indent=2)
+    """The kubelet's kubeconfig for TLS bootstrapping: the bootstrap token as its user."""
+    return kubeconfig(server, ca, "kubelet-bootstrap", token=token, cluster="gpuconf",
+                      context="bootstrap")

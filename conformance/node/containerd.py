@@ -11,7 +11,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed
 from conformance.common.processes import log_tail

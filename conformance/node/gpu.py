@@ -27,7 +27,7 @@ from pathlib import Path
 
 import yaml
 
-from conformance.build.binaries import NodeBinaries
+from conformance.binaries.binaries import NodeBinaries
 from conformance.common.errors import ComponentFailed, UsageError
 
 MAX_MOCK_GPUS = 8  # the mock's limit (its README)

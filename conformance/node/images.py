@@ -22,11 +22,12 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.checks.smi import DEVICE_PROBE_IMAGE
 from conformance.cluster.pods import DEFAULT_IMAGE as SUITE_POD_IMAGE
 from conformance.common.errors import UsageError
 from conformance.node.configs import SANDBOX_IMAGE
+from conformance.nvidia import device_plugin_chart
 
 MTIME = 1700000000  # fixed, so an archive's digest depends on its content only
 PINNED_LABEL = "io.cri-containerd.pinned=pinned"
@@ -194,7 +195,7 @@ def busybox_entries(busybox: Path) -> list[Entry]:
 def node_images(nb: binaries.NodeBinaries) -> tuple[list[Image], dict[str, str]]:
     """The node's images and their references by role (the names the charts use)."""
     busybox_ref = f"docker.io/library/busybox:{nb.busybox_version.lstrip('v')}"
-    dp_ref = f"nvcr.io/nvidia/k8s-device-plugin:{nb.versions['NVIDIA_DEVICE_PLUGIN_VERSION']}"
+    dp_ref = f"{device_plugin_chart.IMAGE}:{nb.versions['NVIDIA_DEVICE_PLUGIN_VERSION']}"
     nfd_ref = f"registry.k8s.io/nfd/node-feature-discovery:{nb.versions['NFD_VERSION']}"
     bb = busybox_entries(nb.busybox)
     images = [

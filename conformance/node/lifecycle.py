@@ -26,7 +26,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.cluster import rollout
 from conformance.cluster.client import connect
 from conformance.cluster.waits import wait_until_done
@@ -34,6 +34,12 @@ from conformance.common import interrupts
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
 from conformance.common.processes import log_tail
+from conformance.controlplane.components import (
+    KUBERNETES_SERVICE_IP,
+    REAL_NODE_LABEL,
+    ClusterState,
+    ControlPlane,
+)
 from conformance.node import chart as chartmod
 from conformance.node import configs, containerd, gpu, host, images, kube, procs
 from conformance.node.state import (
@@ -46,12 +52,6 @@ from conformance.node.state import (
 )
 from conformance.nvidia import labels as L
 from conformance.nvidia.labels import gpu_resource_of
-from conformance.sim.controlplane import (
-    KUBERNETES_SERVICE_IP,
-    REAL_NODE_LABEL,
-    ClusterState,
-    ControlPlane,
-)
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # holds conformance/ (the relay imports it)
 DEFAULT_GPU_PROFILE = "8xH100"

@@ -24,13 +24,14 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.cluster import rollout
 from conformance.cluster.client import Cluster, connect
 from conformance.cluster.logs import read_pod_log
 from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
+from conformance.controlplane.components import ControlPlane
 from conformance.node import chart as chartmod
 from conformance.node import host, images, kube, lifecycle
 from conformance.node.images import Entry, Image
@@ -38,7 +39,6 @@ from conformance.node.state import NodeState
 from conformance.nvidia import clusterpolicy, operands
 from conformance.nvidia.labels import GPU_PRESENT, NFD_PCI_NVIDIA
 from conformance.nvidia.sharing import validate_sharing_config
-from conformance.sim.controlplane import ControlPlane
 
 RELEASE = NAMESPACE = "gpu-operator"  # as NVIDIA's install guide names both
 CHART_NAME = "gpu-operator"

@@ -3,11 +3,12 @@ interrupted ``up``) can remove exactly that and nothing else."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
+from conformance.controlplane.components import clusters_dir
+from conformance.controlplane.statefile import StateFile
 
 # Host paths the node needs at fixed places: the device plugin's chart and the kubelet's device
 # manager agree on /var/lib/kubelet/device-plugins, the chart mounts /var/run/cdi, GFD and NFD
@@ -37,7 +38,7 @@ def nodes_dir() -> Path:
 
 
 @dataclass
-class NodeState:
+class NodeState(StateFile):
     """One node's bring-up record (``<cache>/nodes/<name>/state.json``)."""
 
     name: str
@@ -62,6 +63,10 @@ class NodeState:
     timings: dict[str, float] = field(default_factory=dict)  # seconds from the start of up
     started: float = 0.0
 
+    @classmethod
+    def root(cls) -> Path:
+        return nodes_dir()
+
     @property
     def path(self) -> Path:
         return Path(self.folder)
@@ -69,8 +74,6 @@ class NodeState:
     @property
     def kubeconfig(self) -> Path:
         """The admin kubeconfig of the node's control plane."""
-        from conformance.sim.controlplane import clusters_dir
-
         return clusters_dir() / self.name / "kubeconfig"
 
     @property
@@ -80,16 +83,3 @@ class NodeState:
     @property
     def containerd_socket(self) -> Path:
         return Path(self.run_dir) / "containerd.sock"
-
-    def save(self) -> None:
-        path = self.path / "state.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2))
-        tmp.replace(path)
-
-    @classmethod
-    def load(cls, name: str) -> NodeState | None:
-        path = nodes_dir() / name / "state.json"
-        if not path.is_file():
-            return None
-        return cls(**json.loads(path.read_text()))

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.errors import UsageError
 from conformance.node import images
 from conformance.node.images import Entry, Image
@@ -35,7 +35,6 @@ PROBE_TIMEOUT_S = 300.0  # the first CuPy kernel compiles (NVRTC) and loads cuBL
 DRIVER_LIBS = ("libcuda.so", "libnvidia-", "libcudadebugger.so", "libnvcuvid.so")
 STDLIB_SKIP = {"test", "idlelib", "tkinter", "turtledemo", "ensurepip", "lib2to3", "__pycache__",
                "site-packages", "dist-packages", "config-3"}
-CUPY_DISTRIBUTIONS = ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy")
 
 # Run by the host's Python: what it is, which distributions the modules need, and (with a GPU)
 # which shared libraries a kernel, a GEMM and NVML loaded. One JSON document on stdout.

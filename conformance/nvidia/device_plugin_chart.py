@@ -23,6 +23,13 @@ Facts from the chart's templates:
 
 from __future__ import annotations
 
+from conformance.binaries.binaries import read_versions
+
+# The pinned chart (and image) version: versions.env pins it for the node's build scripts too.
+VERSION = read_versions()["NVIDIA_DEVICE_PLUGIN_VERSION"]
+RELEASE = "nvdp"  # as the upstream README installs it
+NAMESPACE = "nvidia-device-plugin"
+NFD_SUBCHART = "node-feature-discovery"  # charts/node-feature-discovery-*.tgz, its release name
 NAME_LABEL = "app.kubernetes.io/name"
 INSTANCE_LABEL = "app.kubernetes.io/instance"
 CHART_NAME = "nvidia-device-plugin"

@@ -37,7 +37,6 @@ from conformance.nvidia.gpu_models import sanitise
 RESOURCE_GROUP = "resource.k8s.io"
 RESOURCE_VERSION = "v1"  # served by default since Kubernetes 1.34 (DRA GA)
 RESOURCE_API = f"{RESOURCE_GROUP}/{RESOURCE_VERSION}"
-GA_SINCE = (1, 34)
 DRIVER = "gpu.nvidia.com"
 COMPUTE_DOMAIN_DRIVER = "compute-domain.nvidia.com"
 EXTENDED_RESOURCE = "nvidia.com/gpu"
@@ -144,7 +143,6 @@ def parse_feature_gates(value: str | None) -> dict[str, bool]:
 # --- attributes -------------------------------------------------------------------------------
 PCI_BUS_ID = "resource.kubernetes.io/pciBusID"
 PCIE_ROOT = "resource.kubernetes.io/pcieRoot"
-VERSION_ATTRIBUTES = ("driverVersion", "cudaDriverVersion", "cudaComputeCapability")
 _COMMON = frozenset({"type", "uuid", "productName", "brand", "architecture",
                      "cudaComputeCapability", "driverVersion", "cudaDriverVersion"})
 

@@ -53,21 +53,21 @@ def cluster(gpu_env: Env) -> Cluster:
 
 
 @pytest.fixture
-def evidence(request: pytest.FixtureRequest) -> list[ev.Evidence]:
+def attachments(request: pytest.FixtureRequest) -> list[ev.Evidence]:
     """Append :class:`Evidence` here; it is attached to the report and results on failure."""
     return request.node.stash.setdefault(EVIDENCE_KEY, [])
 
 
 @pytest.fixture
 def namespace(request: pytest.FixtureRequest, cluster: Cluster, gpu_env: Env,
-              evidence: list[ev.Evidence]) -> str:
+              attachments: list[ev.Evidence]) -> str:
     """A fresh labelled namespace for this test, deleted afterwards (dumped first on failure)."""
     name = namespaces.create_namespace(cluster, request.node.name, gpu_env.run_id)
 
     def finish() -> None:
         dump = failed(request.node)
         if dump:
-            evidence.extend(ev.namespace_dump(cluster, name))
+            attachments.extend(ev.namespace_dump(cluster, name))
         if not (dump and gpu_env.options.keep_namespaces):
             namespaces.delete_namespace(cluster, name)
 

@@ -20,7 +20,6 @@ IMPLEMENTED = "Implemented"
 PARTIAL = "Partially Implemented"
 NOT_IMPLEMENTED = "Not Implemented"
 NOT_APPLICABLE = "N/A"
-STATUSES = (IMPLEMENTED, PARTIAL, NOT_IMPLEMENTED, NOT_APPLICABLE)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from conformance.common.vocab import EXIT_FAILED, EXIT_OK
 from conformance.nvidia import clusterpolicy, operands
 from conformance.nvidia import labels as L
 from conformance.options import Options
+from conformance.report.certify import compare
+from conformance.report.load import load_results
 from conformance.run.plan import RunPlan
 
 ROLLOUT_TIMEOUT_S = 45 * 60.0  # the operator's e2e allows 45 min for a driver to install
@@ -46,9 +48,6 @@ def wait_driver_rollout(cluster: Cluster, namespace: str, version: str, timeout:
 
 def certify_driver(options: Options, driver_version: str, tolerance: float,
                    progress: Progress) -> int:
-    from conformance.report.certify import compare
-    from conformance.report.load import load_results
-
     cluster = connect(options.kubeconfig, options.context)
     check_reachable(cluster)
     policy = views.read_cluster_policy(cluster)

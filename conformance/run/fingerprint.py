@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import socket
 
 from kubernetes import client
 
@@ -11,6 +12,7 @@ from conformance.cluster import views
 from conformance.nvidia import driver, gfd_contract
 from conformance.nvidia import labels as L
 from conformance.run.targets import Env
+from gpu_kernels import inventory
 
 _CHART_LABEL = re.compile(r"^(?P<name>.+?)-(?P<version>v?\d.*)$")  # helm.sh/chart: NAME-VERSION
 
@@ -78,10 +80,6 @@ def of_cluster(env: Env) -> dict:
 
 def of_local_host() -> dict:
     """The same shape for ``--target local``: this host's GPUs as NVML reports them."""
-    import socket
-
-    from gpu_kernels import inventory
-
     inv = inventory.collect()
     gpus = inv.get("gpus") or []
     names = sorted({g.get("name") for g in gpus if g.get("name")})

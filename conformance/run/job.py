@@ -17,18 +17,28 @@ The same suites run as a Sonobuoy plugin: ``conformance.run.sonobuoy``.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from conformance import __version__
 from conformance.cluster import rbac
-from conformance.cluster.client import Cluster, Conflict, NotFound, already_done, read_or_none
+from conformance.cluster.client import (
+    Cluster,
+    Conflict,
+    NotFound,
+    already_done,
+    connect,
+    read_or_none,
+)
 from conformance.cluster.waits import WaitTimeout, wait_for, wait_until_done
 from conformance.common import interrupts
 from conformance.common.console import Progress
@@ -36,6 +46,8 @@ from conformance.common.errors import NotConverged, UsageError
 from conformance.common.redact import redact_text
 from conformance.common.vocab import EXIT_FAILED, EXIT_OK
 from conformance.options import Options
+from conformance.report import bundle
+from conformance.run.plan import RunPlan, check_writable, summarize
 from conformance.run.results_store import JOB_LABEL, chunks, fetch, pack, store
 
 NAMESPACE = rbac.NAMESPACE
@@ -74,8 +86,6 @@ class JobSpec:
 
 
 def check_name(name: str) -> None:
-    import re
-
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?", name):
         raise UsageError(f"job name {name!r} is not a DNS label of at most 40 characters "
                          "(lowercase letters, digits, '-'): pass another --name")
@@ -145,8 +155,6 @@ def render(spec: JobSpec) -> str:
 def _policy_current(cluster: Cluster, progress: Progress) -> None:
     """`rbac.apply` leaves existing objects as they are; an admission policy applied by an
     older gpuconf would refuse the Job's results, so it is brought to the shipped one."""
-    from kubernetes import client
-
     shipped = next(d for d in rbac.documents() if d["kind"] == "ValidatingAdmissionPolicy")
     api = client.AdmissionregistrationV1Api(cluster.api_client)
     live = api.read_validating_admission_policy(shipped["metadata"]["name"])
@@ -163,8 +171,6 @@ def create_job(cluster: Cluster, spec: JobSpec, progress: Progress) -> dict[str,
     for item in rbac.apply(cluster):
         progress(f"applied {item}")
     _policy_current(cluster, progress)
-    from kubernetes import client
-
     batch = client.BatchV1Api(cluster.api_client)
     try:
         job = batch.create_namespaced_job(NAMESPACE, job_manifest(spec))
@@ -178,8 +184,6 @@ def create_job(cluster: Cluster, spec: JobSpec, progress: Progress) -> dict[str,
 
 def read_job(cluster: Cluster, name: str):
     """The Job ``name``, or None when there is none."""
-    from kubernetes import client
-
     return read_or_none(client.BatchV1Api(cluster.api_client).read_namespaced_job, name,
                         NAMESPACE)
 
@@ -242,8 +246,6 @@ def wait_finished(cluster: Cluster, name: str, timeout_s: float, progress: Progr
 
 def delete(cluster: Cluster, name: str, progress: Progress, *, wait: bool = True) -> bool:
     """Delete the Job, its pod and its stored results; False when there was no Job."""
-    from kubernetes import client
-
     batch = client.BatchV1Api(cluster.api_client)
     try:
         batch.delete_namespaced_job(name, NAMESPACE, propagation_policy="Background")
@@ -270,8 +272,6 @@ def apply_and_wait(cluster: Cluster, spec: JobSpec, results: Path, progress: Pro
     The Job is deleted afterwards (and on interrupt) unless ``keep``; when fetching fails it
     is kept, so that nothing is lost, and the line says how to fetch and delete it.
     """
-    from conformance.run.plan import check_writable, summarize
-
     check_writable(results)
     create_job(cluster, spec, progress)
     if not wait:
@@ -306,8 +306,6 @@ def apply_and_wait(cluster: Cluster, spec: JobSpec, results: Path, progress: Pro
 # --- inside the pod ----------------------------------------------------------------------------
 def run_suites(options: Options, results: Path, progress: Progress) -> int:
     """The suites against the cluster this process is in (no kubeconfig: in-cluster config)."""
-    from conformance.run.plan import RunPlan
-
     opts = options.replace(target="existing", kubeconfig=options.kubeconfig,
                            results=str(results))
     return RunPlan(opts).execute(progress)
@@ -318,10 +316,9 @@ def write_bundle(results: Path, product_version: str | None, progress: Progress)
     if not (results / "results.json").is_file() or not (results / "junit.xml").is_file():
         progress(f"no results in {results}: no evidence bundle")
         return None
-    from conformance.report.bundle import write_bundle as write
 
     out = results / "bundle"
-    write(results, out, product_version=product_version)
+    bundle.write_bundle(results, out, product_version=product_version)
     progress(f"evidence bundle in {out}")
     return out
 
@@ -338,8 +335,6 @@ def inside(options: Options, results: Path, product_version: str | None,
         raise UsageError(f"`gpuconf job inside` runs in the pod of a gpuconf Job ({ENV_JOB_NAME} "
                          "is not set): use `gpuconf job apply`, or `gpuconf run` outside one")
     check_name(job_name)
-    from conformance.cluster.client import connect
-
     cluster = connect(options.kubeconfig, options.context)
     code = EXIT_FAILED
     try:
@@ -358,8 +353,6 @@ def inside(options: Options, results: Path, product_version: str | None,
 
 
 def _run_id(results: Path) -> str:
-    import json
-
     try:
         return str(json.loads((results / "results.json").read_text())["run"]["id"])
     except (OSError, ValueError, KeyError, TypeError):

@@ -26,6 +26,9 @@ from conformance.common.console import Progress
 from conformance.common.errors import UsageError
 from conformance.common.vocab import EXIT_USAGE
 from conformance.options import Options
+from conformance.report.build import build_matrix_report
+from conformance.report.load import load_results
+from conformance.run.plan import RunPlan, check_writable
 
 _NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -73,10 +76,6 @@ def load(path: str | Path) -> list[Combination]:
 
 def run_matrix(options: Options, pytest_args: list[str], progress: Progress) -> int:
     """One run per combination, each in results/<combination>/, then one matrix report."""
-    from conformance.report.build import build_matrix_report
-    from conformance.report.load import load_results
-    from conformance.run.plan import RunPlan, check_writable
-
     combos = load(options.matrix or "")
     root = Path(options.results)
     check_writable(root)

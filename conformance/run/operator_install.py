@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from conformance.binaries import binaries
 from conformance.cluster import namespaces, rollout
 from conformance.cluster.client import Cluster, connect, read_or_none
 from conformance.cluster.waits import wait_until_done
@@ -27,8 +28,6 @@ UNINSTALL_TIMEOUT_S = 300.0
 SIM_VALUES = ("driver.enabled=false", "toolkit.enabled=false")
 
 def helm_binary() -> str:
-    from conformance.build import binaries
-
     built = binaries.locate().helm
     if built.is_file():
         return str(built)

@@ -17,22 +17,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance import catalog, options
+from conformance.cluster.client import check_reachable, connect
 from conformance.common import interrupts
 from conformance.common.console import Progress, quiet, say
 from conformance.common.errors import UsageError
 from conformance.common.runid import new_run_id, short
 from conformance.common.vocab import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE
+from conformance.node import chart, lifecycle
 from conformance.options import Options
+from conformance.report import ctrf
+from conformance.report.build import build_report
+from conformance.report.load import load_results
+from conformance.report.model import overall, verdict_counts
+from conformance.run import targets
+from conformance.run.operator_install import install_operator
+from conformance.sim import cluster as simcluster
+from conformance.sim import faults, profiles
 
 SUITE_DIR = Path(__file__).resolve().parents[1] / "suites"
 PYTEST_TIMEOUT_AFTER_INTERRUPT_S = 120.0  # the suite deletes what it made, writes its results
 # pytest's exit codes -> gpuconf's: 2 interrupted, 4 usage error (its one line was printed)
 _PYTEST_EXIT = {0: EXIT_OK, 1: EXIT_FAILED, 2: EXIT_INTERRUPTED, 4: EXIT_USAGE}
 _NO_TESTS_COLLECTED = 5
-# the options that say how to bring the real node up (option field by flag)
-NODE_FLAGS = {"--nvidia-src": "nvidia_src", "--gpu-profile": "gpu_profile",
-              "--driver-root": "driver_root", "--dev-root": "dev_root",
-              "--node-values": "node_values"}
 
 
 def suite_paths(suites: list[str]) -> list[str]:
@@ -97,22 +103,16 @@ class RunPlan:
         if opts.requirement:
             catalog.select(opts.requirement)  # UnknownRequirement for a typo
         check_writable(self.results)
-        from conformance.run import targets
-
         target = opts.target or targets.auto_target(opts)
         if (opts.sim_fault or opts.sim_profile != "healthy") and target != "sim":
             raise UsageError("--profile and --fault apply to the sim only (--target sim)")
-        node_flags = [flag for flag, value in NODE_FLAGS.items() if getattr(opts, value)]
+        node_flags = options.node_flags_set(opts)
         if node_flags and target != "node":
             raise UsageError(f"{', '.join(node_flags)}: for --target node only")
         if target == "sim":
-            from conformance.sim import faults, profiles
-
             faults.validate(opts.sim_fault)
             profiles.get_profile(opts.sim_profile)
         elif target == "existing":
-            from conformance.cluster.client import check_reachable, connect
-
             check_reachable(connect(opts.kubeconfig, opts.context))
         elif target == "kind":
             targets.kind_precheck()
@@ -120,15 +120,11 @@ class RunPlan:
             if node_flags:
                 raise UsageError(f"{', '.join(node_flags)}: for a node this run brings up, not "
                                  "with --kubeconfig")
-            from conformance.cluster.client import check_reachable, connect
-
             check_reachable(connect(opts.kubeconfig, opts.context))
         elif target == "node":
-            from conformance.node import chart, lifecycle
-
             lifecycle.check_inputs(gpu_profile=opts.gpu_profile, driver_root=opts.driver_root,
                                    dev_root=opts.dev_root, nvidia_src=opts.nvidia_src)
-            chart.load_values(opts.node_values, "--node-values")
+            chart.load_values(opts.node_values, options.run_flag("node_values"))
         return target
 
     # ---- the whole run -------------------------------------------------------------------
@@ -185,8 +181,6 @@ class _Started:
         opts = self.plan.options
         kubeconfig = opts.kubeconfig
         if target == "sim" and not kubeconfig:  # a sim of its own (else the one given)
-            from conformance.sim import cluster as simcluster
-
             self.sim_name = f"run-{short(self.plan.run_id)}"
             self.progress(f"no cluster given: starting the local simulated cluster "
                           f"{self.sim_name!r}")
@@ -196,21 +190,17 @@ class _Started:
                                   progress=self.progress)
             kubeconfig = str(state.kubeconfig)
         elif target == "node" and not kubeconfig:  # this machine as a node, for this run
-            from conformance.node import chart, lifecycle
-
             self.node_name = f"run-{short(self.plan.run_id)}"
             self.progress(f"no cluster given: bringing this machine up as the real node "
                           f"{self.node_name!r}")
             state = lifecycle.up(self.node_name, gpu_profile=opts.gpu_profile,
                                  driver_root=opts.driver_root, dev_root=opts.dev_root,
                                  nvidia_src=opts.nvidia_src,
-                                 chart_values=chart.load_values(opts.node_values,
-                                                                "--node-values"),
+                                 chart_values=chart.load_values(
+                                     opts.node_values, options.run_flag("node_values")),
                                  progress=self.progress)
             kubeconfig = str(state.kubeconfig)
         if opts.install_operator:
-            from conformance.run.operator_install import install_operator
-
             self.installed = install_operator(opts, kubeconfig, target, progress=self.progress)
             if self.installed is not None:
                 self.plan.options = opts.replace(helm_release=self.installed.release)
@@ -221,16 +211,12 @@ class _Started:
         if self.installed is not None and not keep:
             self.installed.uninstall(progress=self.progress)
         if self.sim_name and not keep:
-            from conformance.sim import cluster as simcluster
-
             self.progress(f"stopping the sim {self.sim_name!r}")
             simcluster.down(self.sim_name, progress=quiet)
         elif self.sim_name:
             self.progress(f"kept the sim {self.sim_name!r}: `gpuconf sim down --name "
                           f"{self.sim_name}` removes it")
         if self.node_name and not keep:
-            from conformance.node import lifecycle
-
             self.progress(f"taking the node {self.node_name!r} down")
             lifecycle.down(self.node_name, progress=quiet)
         elif self.node_name:
@@ -242,8 +228,6 @@ class _Started:
 def write_report(results: Path, progress: Progress) -> None:
     if not (results / "results.json").is_file():
         return
-    from conformance.report.build import build_report
-    from conformance.report.load import load_results
 
     try:
         build_report(load_results(results), results / "report")
@@ -251,9 +235,8 @@ def write_report(results: Path, progress: Progress) -> None:
         progress(f"could not build the report ({exc}): `gpuconf report {results} -o OUT` "
                  "retries")
     try:  # CTRF beside junit.xml, for the CI summaries that read it
-        from conformance.report.ctrf import FILENAME, to_ctrf
-
-        (results / FILENAME).write_text(json.dumps(to_ctrf(load_results(results)), indent=2))
+        doc = ctrf.to_ctrf(load_results(results))
+        (results / ctrf.FILENAME).write_text(json.dumps(doc, indent=2))
     except Exception as exc:
         progress(f"could not write {results / 'ctrf-report.json'} ({exc})")
 
@@ -263,7 +246,6 @@ def summarize(results: Path) -> str | None:
     path = results / "results.json"
     if not path.is_file():
         return None
-    from conformance.report.model import overall, verdict_counts
 
     doc = json.loads(path.read_text())
     counts = verdict_counts(doc["requirements"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from xml.sax.saxutils import quoteattr
 
 from conformance.common import interrupts
 from conformance.common.console import Progress
@@ -66,8 +67,6 @@ def sonobuoy_entrypoint(options: Options, product_version: str | None,
 
 
 def _error_junit(message: str) -> str:
-    from xml.sax.saxutils import quoteattr
-
     return ('<?xml version="1.0" encoding="utf-8"?>\n<testsuites><testsuite name="gpuconf" '
             'tests="1" errors="1" failures="0" skipped="0"><testcase classname="gpuconf" '
             f'name="gpuconf run"><error message={quoteattr(message)}/></testcase></testsuite>'

@@ -21,8 +21,10 @@ from conformance.checks.gpu_nodes import gpu_nodes
 from conformance.cluster.client import Cluster, check_reachable, connect
 from conformance.common.console import say
 from conformance.common.errors import UsageError
+from conformance.controlplane.components import REAL_NODE_LABEL
+from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
 from conformance.options import Options
-from conformance.sim.controlplane import REAL_NODE_LABEL
+from conformance.sim import cluster as simcluster
 
 KIND_CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-config"
 
@@ -80,8 +82,6 @@ def resolve(options: Options, run_id: str) -> Env:
         return env
     kubeconfig = options.kubeconfig
     if target == "sim" and not kubeconfig:
-        from conformance.sim import cluster as simcluster
-
         path, env.started_sim = simcluster.ensure_running(
             options.sim_name, options.sim_profile, options.sim_fault,
             progress=lambda m: say(m, who="sim"))
@@ -120,8 +120,6 @@ def simulated_gpu_source(simulated: dict[str, str], nodes) -> str:
 def mock_gpu_source(cluster: Cluster) -> str:
     """Why the real node's GPUs cannot be opened, from the annotation ``gpuconf node up`` puts
     on it (``mock-nvml 8xH100`` or ``driver``); "" when they are the driver's."""
-    from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
-
     for node in cluster.core.list_node(label_selector=REAL_NODE_LABEL).items:
         source = (node.metadata.annotations or {}).get(GPU_SOURCE_ANNOTATION, "")
         if source.startswith(MOCK_NVML):
@@ -141,6 +139,8 @@ def create_kind(options: Options):
     config_file = KIND_CONFIG_DIR / options.kind_config
     if not config_file.is_file():
         raise UsageError(f"kind config {config_file} not found (see kind-config/)")
+    # here, not at the top: pytest-kind is optional where the suite's wheels run without it
+    # (a GPU host; see options.py's registered_by), and only --target kind needs it
     from pytest_kind import KindCluster
 
     kind = KindCluster(options.sim_name, kind_path=Path(shutil.which("kind") or "kind"))
@@ -162,8 +162,6 @@ def kind_precheck() -> None:
 def teardown(env: Env) -> None:
     """Stop what :func:`resolve` started (a sim, a kind cluster); nothing else."""
     if env.started_sim:
-        from conformance.sim import cluster as simcluster
-
         simcluster.down(env.options.sim_name, progress=lambda _m: None)
     if env.kind_cluster is not None:
         env.kind_cluster.delete()

@@ -14,8 +14,9 @@ from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged, UsageError
 from conformance.common.processes import pid_alive
-from conformance.sim import operator_plan, plugin_chart, standin
-from conformance.sim.controlplane import ClusterState, ControlPlane, clusters_dir
+from conformance.controlplane.components import ClusterState, ControlPlane, clusters_dir
+from conformance.nvidia import device_plugin_chart
+from conformance.sim import operator_plan, standin, standin_state
 from conformance.sim.faults import validate as validate_faults
 
 STANDIN = "standin"
@@ -65,7 +66,7 @@ def wait_rolled_out(cluster, sim_state: operator_plan.SimState, progress: Progre
     profile = sim_state.resolve_profile()
     operator = profile.runs_cluster_policy
     ns = (sim_state.operator_namespace if profile.stack != "device-plugin-chart"
-          else plugin_chart.NAMESPACE)
+          else device_plugin_chart.NAMESPACE)
     timeout = ROLLOUT_BASE_S + ROLLOUT_PER_NODE_S * profile.node_count
 
     def pending() -> str | None:
@@ -98,7 +99,7 @@ def _start_standin(state: ClusterState, progress: Progress) -> None:
     log = Path(state.folder) / "logs" / "standin.log"
     with log.open("ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "conformance.sim.standin", f"--kubeconfig={state.kubeconfig}"],
+            [sys.executable, "-m", "conformance.sim.loop", f"--kubeconfig={state.kubeconfig}"],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)
     state.pids[STANDIN] = proc.pid
@@ -135,7 +136,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
     if state is None:
         raise UsageError(f"sim cluster {name!r} is not running: `gpuconf sim up` first")
     cluster = connect(str(state.kubeconfig))
-    current = (standin.load_state(cluster)
+    current = (standin_state.load_state(cluster)
                or operator_plan.SimState(profile=state.profile or "healthy"))
     new = operator_plan.SimState(profile=profile or current.profile,
                                  faults=validate_faults(faults if faults is not None
@@ -145,7 +146,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
                                  nodes=None if profile else current.nodes,
                                  gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)
-    standin.wait_for_a_full_pass(cluster, progress)
+    standin_state.wait_for_a_full_pass(cluster, progress)
     if new.operator == "standin":
         wait_rolled_out(cluster, new, progress)
     state.profile = new.profile

@@ -25,10 +25,6 @@ from conformance.nvidia import labels as L
 from conformance.sim import objects
 from conformance.sim.sharing_flow import ConfigSource
 
-RELEASE = "nvdp"
-NAMESPACE = "nvidia-device-plugin"
-VERSION = "v0.20.0"
-CONFIG_KEY = "default"  # config.map {default: <doc>}, config.default default
 _AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
     "nodeSelectorTerms": [
         {"matchExpressions": [{"key": L.NFD_PCI_NVIDIA, "operator": "In", "values": ["true"]}]},
@@ -36,13 +32,14 @@ _AFFINITY = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": 
                                "operator": "In", "values": ["NVIDIA"]}]},
         {"matchExpressions": [{"key": L.GPU_PRESENT, "operator": "In", "values": ["true"]}]},
     ]}}}
+_HELM_CHART = f"{chart.CHART_NAME}-{chart.VERSION.lstrip('v')}"  # the helm.sh/chart label
+_NFD_FULLNAME = f"{chart.RELEASE}-{chart.NFD_SUBCHART}"  # the subchart's objects' names
 _TOLERATIONS = [{"key": "CriticalAddonsOnly", "operator": "Exists"},
                 {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
-_NFD = "node-feature-discovery"
 
 
 def _labels(name: str = chart.CHART_NAME) -> dict[str, str]:
-    return {chart.NAME_LABEL: name, chart.INSTANCE_LABEL: RELEASE}
+    return {chart.NAME_LABEL: name, chart.INSTANCE_LABEL: chart.RELEASE}
 
 
 def _config_env(default: str | None) -> list[dict]:
@@ -56,8 +53,8 @@ def daemonset(component: str, *, config_map: str | None, default: str | None,
     """The chart's DaemonSet of ``component`` (device-plugin or gpu-feature-discovery)."""
     main = chart.CONTAINER_BY_COMPONENT[component]
     prefix = main.removesuffix("-ctr")
-    image = f"{chart.IMAGE}:{VERSION}"
-    spec: dict = {"serviceAccountName": f"{chart.fullname(RELEASE)}-service-account",
+    image = f"{chart.IMAGE}:{chart.VERSION}"
+    spec: dict = {"serviceAccountName": f"{chart.fullname(chart.RELEASE)}-service-account",
                   "priorityClassName": "system-node-critical", "affinity": _AFFINITY,
                   "tolerations": copy.deepcopy(_TOLERATIONS),
                   "containers": [{"name": main, "image": image, "command": [
@@ -70,9 +67,10 @@ def daemonset(component: str, *, config_map: str | None, default: str | None,
         spec["containers"].insert(0, {**sidecar, "name": f"{prefix}-sidecar"})
         spec["volumes"] = [{"name": chart.CONFIG_VOLUME, "configMap": {"name": config_map}}]
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": chart.daemonset_name(RELEASE, component), "namespace": NAMESPACE,
+            "metadata": {"name": chart.daemonset_name(chart.RELEASE, component),
+                         "namespace": chart.NAMESPACE,
                          "labels": {**_labels(), objects.STANDIN_LABEL: "true",
-                                    "helm.sh/chart": f"nvidia-device-plugin-{VERSION[1:]}"}},
+                                    "helm.sh/chart": _HELM_CHART}},
             "spec": {"selector": {"matchLabels": _labels()},
                      "template": {"metadata": {"labels": _labels(), "annotations": (
                          {objects.CRASHLOOP_ANNOTATION: "true"} if crashloop else {})},
@@ -80,13 +78,13 @@ def daemonset(component: str, *, config_map: str | None, default: str | None,
 
 
 def nfd_worker() -> dict:
-    labels = {**_labels(_NFD), "role": "worker"}
+    labels = {**_labels(chart.NFD_SUBCHART), "role": "worker"}
     return {"apiVersion": "apps/v1", "kind": "DaemonSet",
-            "metadata": {"name": f"{RELEASE}-{_NFD}-worker", "namespace": NAMESPACE,
+            "metadata": {"name": f"{_NFD_FULLNAME}-worker", "namespace": chart.NAMESPACE,
                          "labels": {**labels, objects.STANDIN_LABEL: "true"}},
             "spec": {"selector": {"matchLabels": labels}, "template": {
                 "metadata": {"labels": labels}, "spec": {
-                    "serviceAccountName": f"{RELEASE}-{_NFD}",
+                    "serviceAccountName": _NFD_FULLNAME,
                     "tolerations": copy.deepcopy(_TOLERATIONS),
                     "containers": [{"name": "worker", "image":
                                     "registry.k8s.io/nfd/node-feature-discovery:v0.18.2"}]}}}}
@@ -94,7 +92,7 @@ def nfd_worker() -> dict:
 
 def config_map(docs: dict[str, str]) -> dict:
     return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": chart.config_map_name(RELEASE), "namespace": NAMESPACE,
+            "metadata": {"name": chart.config_map_name(chart.RELEASE), "namespace": chart.NAMESPACE,
                          "labels": {**_labels(), objects.STANDIN_LABEL: "true"}},
             "data": dict(docs)}
 
@@ -104,30 +102,30 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
     """Create or update the chart's objects. ``seed``: the config.map the profile installs
     (``write_config``: write it, as ``helm install``/``sim set`` do; the control loop does not,
     so a user's edits to the ConfigMap stay)."""
-    objects.ensure_namespace(cluster, NAMESPACE)
-    for sa in (f"{chart.fullname(RELEASE)}-service-account", f"{RELEASE}-{_NFD}"):
+    objects.ensure_namespace(cluster, chart.NAMESPACE)
+    for sa in (f"{chart.fullname(chart.RELEASE)}-service-account", _NFD_FULLNAME):
         with already_done(Conflict):
-            cluster.core.create_namespaced_service_account(NAMESPACE, {
+            cluster.core.create_namespaced_service_account(chart.NAMESPACE, {
                 "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
-    name = chart.config_map_name(RELEASE) if seed else None
+    name = chart.config_map_name(chart.RELEASE) if seed else None
     if seed and write_config:
         body = config_map({k: str(v) for k, v in seed.docs.items()})
-        create_or_replace(lambda: cluster.core.create_namespaced_config_map(NAMESPACE, body),
-                          lambda: cluster.core.replace_namespaced_config_map(name, NAMESPACE,
-                                                                             body))
+        create_or_replace(
+            lambda: cluster.core.create_namespaced_config_map(chart.NAMESPACE, body),
+            lambda: cluster.core.replace_namespaced_config_map(name, chart.NAMESPACE, body))
     wanted = [daemonset("device-plugin", config_map=name, default=seed.default if seed else None,
                         crashloop=crashloop),
               daemonset("gpu-feature-discovery", config_map=name,
                         default=seed.default if seed else None, crashloop=crashloop),
               nfd_worker()]
     for body in wanted:
-        objects.apply_daemonset(cluster, NAMESPACE, body)
+        objects.apply_daemonset(cluster, chart.NAMESPACE, body)
 
 
 def observed_source(cluster: Cluster) -> ConfigSource | None:
     """The ConfigMap the chart's plugin DaemonSet mounts, with its keys, or None."""
     ds = read_or_none(cluster.apps.read_namespaced_daemon_set,
-                      chart.daemonset_name(RELEASE, "device-plugin"), NAMESPACE)
+                      chart.daemonset_name(chart.RELEASE, "device-plugin"), chart.NAMESPACE)
     if ds is None:
         return None
     spec = ds.spec.template.spec
@@ -135,7 +133,7 @@ def observed_source(cluster: Cluster) -> ConfigSource | None:
     if volume is None or volume.config_map is None:
         return None
     env = {e.name: e.value for c in spec.init_containers or [] for e in c.env or []}
-    return read_source(cluster, NAMESPACE, volume.config_map.name,
+    return read_source(cluster, chart.NAMESPACE, volume.config_map.name,
                        env.get(chart.DEFAULT_CONFIG_ENV) or None)
 
 
@@ -150,7 +148,9 @@ def read_source(cluster: Cluster, namespace: str, name: str,
 
 def remove(cluster: Cluster) -> None:
     """What ``helm uninstall nvdp`` removes: the chart's DaemonSets, ConfigMap and pods."""
-    objects.delete_daemonsets(cluster, NAMESPACE, f"{objects.STANDIN_LABEL}=true", pod_selector="")
+    objects.delete_daemonsets(cluster, chart.NAMESPACE, f"{objects.STANDIN_LABEL}=true",
+                              pod_selector="")
     with already_done(NotFound):
-        cluster.core.delete_namespaced_config_map(chart.config_map_name(RELEASE), NAMESPACE)
+        cluster.core.delete_namespaced_config_map(chart.config_map_name(chart.RELEASE),
+                                                  chart.NAMESPACE)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.cluster.client import connect
 from conformance.common.console import quiet
 from conformance.sim import cluster as simcluster

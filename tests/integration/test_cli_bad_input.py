@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.sim.controlplane import clusters_dir
+from conformance.controlplane.components import clusters_dir
 
 GPUCONF = [sys.executable, "-m", "conformance.cli"]
 

@@ -8,13 +8,13 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.cluster import pods
 from conformance.cluster.pods import PodSpec
 from conformance.common.console import quiet
 from conformance.common.processes import pid_alive as _pid_alive
+from conformance.controlplane.components import ControlPlane
 from conformance.sim import cluster as simcluster
-from conformance.sim.controlplane import ControlPlane
 
 
 def test_server_reports_the_pinned_kubernetes_version(sim_cluster):
@@ -99,7 +99,7 @@ def test_a_component_whose_port_is_taken_meanwhile_starts_on_another(component, 
     """Between picking a port and listening on it, something else may take it: start anyway."""
     import socket
 
-    from conformance.sim import controlplane
+    from conformance.controlplane import components as controlplane
 
     if binaries.locate().missing():
         pytest.skip("control-plane binaries not built: run `make setup`")

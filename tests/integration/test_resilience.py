@@ -8,9 +8,9 @@ import time
 
 from conformance.cluster.namespaces import leftover_namespaces
 from conformance.common.console import quiet
+from conformance.controlplane.components import ControlPlane
 from conformance.options import Options
 from conformance.run.plan import RunPlan
-from conformance.sim.controlplane import ControlPlane
 from tests.helpers import SIM_NAME, run_suites, verdicts
 
 OUTAGE_S = 4.0

@@ -12,9 +12,9 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.console import quiet
-from conformance.sim.controlplane import clusters_dir
+from conformance.controlplane.components import clusters_dir
 
 # `gpuconf run` without a kubeconfig starts a sim of its own (run-<id>); these tests look for
 # what such runs leave, so under xdist they share one worker with the matrix run (loadgroup)

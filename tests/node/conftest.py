@@ -13,7 +13,7 @@ import os
 
 import pytest
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.errors import UsageError
 from conformance.node import chart as chartmod
 from conformance.node import lifecycle

@@ -8,7 +8,7 @@ import subprocess
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.node import host
 from conformance.node.procs import pids_running
 from conformance.node.state import HOST_PATHS, RUN_ROOT

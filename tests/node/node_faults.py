@@ -19,11 +19,11 @@ from kubernetes import client
 
 from conformance.cluster.waits import wait_until_done
 from conformance.common.errors import NotConverged
+from conformance.controlplane.components import REAL_NODE_LABEL
 from conformance.node import chart as chartmod
 from conformance.node import gpu, lifecycle
 from conformance.node.configs import CDI_RUN_DIR
 from conformance.node.state import KUBELET_ROOT, NodeState
-from conformance.sim.controlplane import REAL_NODE_LABEL
 
 PLUGIN_DS = f"{chartmod.RELEASE}-nvidia-device-plugin"
 GFD_DS = f"{chartmod.RELEASE}-nvidia-device-plugin-gpu-feature-discovery"

@@ -15,16 +15,16 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.cluster.logs import read_pod_log
 from conformance.common.errors import NotConverged, UsageError
+from conformance.controlplane.components import REAL_NODE_LABEL
 from conformance.node import chart as chartmod
 from conformance.node import lifecycle
 from conformance.node.configs import CDI_RUN_DIR
 from conformance.node.state import MPS_ROOT
 from conformance.nvidia.gfd_contract import check_gfd_labels
 from conformance.nvidia.sharing import MPS_DAEMON_COMPUTE_MODE
-from conformance.sim.controlplane import REAL_NODE_LABEL
 from tests.node import hostsnap
 from tests.node.node_env import GPU_COUNT, NODE_NAME
 

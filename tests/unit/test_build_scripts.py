@@ -1,7 +1,7 @@
 """The build scripts as a user meets them: a wrong argument, a missing Go, a cached component.
 
-They share ``conformance/build/lib.sh``; CI exercises the builds themselves (``make setup``), these
-tests the answers that come before any compiling, on an empty cache of their own.
+They share ``conformance/binaries/lib.sh``; CI exercises the builds themselves (``make setup``),
+these tests the answers that come before any compiling, on an empty cache of their own.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 
 CONTROL_PLANE = binaries.BUILD_SCRIPT
 NODE = binaries.NODE_BUILD_SCRIPT

@@ -79,3 +79,48 @@ def test_run_options_reach_pytest_as_given():
     assert "--requirement=STACK-DP" in cmd and "--kubeconfig=/k/config" in cmd
     assert "--run-id=20261203T000000Z-abcdef" in cmd and cmd[-2:] == ["-n", "2"]
     assert not [c for c in cmd if c.startswith(("--sim-profile", "--sim-fault"))]
+
+
+def _subcommand(parser: argparse.ArgumentParser, *path: str) -> argparse.ArgumentParser:
+    for name in path:
+        parser = next(a for a in parser._actions
+                      if isinstance(a, argparse._SubParsersAction)).choices[name]
+    return parser
+
+
+def _helps(parser: argparse.ArgumentParser) -> dict[str, str]:
+    return {s: a.help for a in parser._actions for s in a.option_strings}
+
+
+def test_node_options_come_from_the_one_table():
+    """The node flags were declared four times (options, node up, the run plan, the benchmark)
+    and their help texts had drifted apart: each now comes from the table's node scope."""
+    from conformance.node import bench
+
+    node_fields = options._fields("node")
+    assert {f.name for f in node_fields} == {"nvidia_src", "gpu_profile", "driver_root",
+                                            "dev_root", "node_values"}
+    run = _helps(_subcommand(build_parser(), "run"))
+    up = _helps(_subcommand(build_parser(), "node", "up"))
+    benchmark = _helps(bench.parser())
+    for f in node_fields:
+        table_help = f.metadata["help"]
+        up_flag = f.metadata["node_flag"] or options._flag(f, pytest=False)
+        assert up[up_flag] == table_help, f.name
+        assert run[options._flag(f, pytest=False)] == f"(--target node) {table_help}", f.name
+        if f.name in ("nvidia_src", "gpu_profile"):
+            assert benchmark[up_flag] == table_help, f.name
+    # gpuconf node up --chart-values and gpuconf run --node-values fill the same field
+    args = build_parser().parse_args(["node", "up", "--chart-values", "v.yaml"])
+    assert args.node_values == "v.yaml"
+
+
+def test_node_options_given_without_a_node_are_named_by_their_run_flag():
+    args = build_parser().parse_args(["run", "--gpu-profile", "2xH100", "--node-values", "v"])
+    assert options.node_flags_set(options.from_args(args)) == ["--gpu-profile", "--node-values"]
+    assert options.node_flags_set(options.Options()) == []
+
+
+def test_node_up_refuses_a_mock_profile_with_a_driver_root():
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["node", "up", "--gpu-profile", "2xH100", "--driver-root", "/"])

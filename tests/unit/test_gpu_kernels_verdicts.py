@@ -144,3 +144,20 @@ def test_node_result_exit_codes() -> None:
     broken["gpus"][0]["ecc"]["volatile_uncorrected"] = 1
     judged = node.judged(broken, Options())
     assert judged["exit_code"] == 1 and judged["ok"] is False
+
+
+def test_the_node_suite_names_each_requirements_rule():
+    """STACK-NODE-* one hop from their IDs: the suite's checklist names the rule of
+    gpu_kernels/verdicts.py that judges each, and every STACK-NODE requirement of the catalog
+    has exactly one rule."""
+    from conformance import catalog
+    from conformance.suites.stack import test_node_gpu as suite
+
+    rules = {**verdicts.NODE_RULES, **verdicts.GPU_RULES}
+    assert set(rules) == {r.id for r in catalog.REQUIREMENTS if r.id.startswith("STACK-NODE-")}
+    assert tuple(rules) == suite.NODE_CHECKS
+    checklist = suite.__doc__.split("Checklist", 1)[1]
+    for req_id, rule in rules.items():
+        line = next(x for x in checklist.splitlines() if x.startswith(f"- {req_id} "))
+        assert line.endswith(f"``{rule.__name__}``"), line
+    assert [v["id"] for v in verdicts.evaluate({"gpus": []})] == list(rules)

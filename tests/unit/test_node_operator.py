@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common.errors import UsageError
 from conformance.node import images, operator
 

@@ -58,7 +58,7 @@ def _device_type(device_class: str) -> str:
 
 @pytest.fixture
 def targets(cluster, require_dra, dra_nodes: list[GpuNode], allocation_paths,
-            evidence) -> list[Target]:
+            attachments) -> list[Target]:
     """DRA-only nodes with free devices in one complete pool, Ready and without a taint GPU
     pods do not tolerate (one list of claims for every node); fails with the count when none."""
     in_use = cluster_dra.allocated_devices(cluster_dra.list_claims(cluster))
@@ -84,7 +84,7 @@ def targets(cluster, require_dra, dra_nodes: list[GpuNode], allocation_paths,
                 break
         else:
             skipped.append(f"{node.name}: every device allocated")
-    evidence.append(ev.Evidence("dra-targets.txt", "\n".join(
+    attachments.append(ev.Evidence("dra-targets.txt", "\n".join(
         [f"{t.node.name}: {t.device_class} free {len(t.free)}: {', '.join(t.free)}"
          for t in out] + [f"skipped {s}" for s in skipped])))
     assert out, ("no DRA node to allocate on: " + "; ".join(skipped[:10])

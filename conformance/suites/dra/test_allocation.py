@@ -61,12 +61,12 @@ def _pool_node(view, pool_name: str) -> str | None:
 @pytest.mark.requirement("DRA-ALLOC-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_template_claim_is_allocated_and_reserved(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, evidence):
+                                                   require_dra, targets, attachments):
     tpl = cluster_dra.create_template(cluster, namespace, "one", _one_device(targets),
                                       gpu_env.run_id)
     pod = cluster_dra.create_claim_pod(cluster, namespace, "one", gpu_env.run_id, template=tpl)
     node, reason = cluster_dra.place(cluster, namespace, pod)
-    evidence.append(_claims_yaml(cluster, namespace))
+    attachments.append(_claims_yaml(cluster, namespace))
     assert node, (f"a pod with one {targets[0].device_class} claim was not scheduled: {reason}"
                   + require_dra.class_hint())
     claims = cluster_dra.wait_allocated(cluster, namespace, pod)
@@ -82,7 +82,7 @@ def test_template_claim_is_allocated_and_reserved(request, cluster, namespace, g
 @pytest.mark.requirement("DRA-ALLOC-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_two_claims_get_distinct_devices(request, cluster, namespace, gpu_env, require_dra,
-                                         targets, evidence):
+                                         targets, attachments):
     target = next((t for t in targets if len(t.free) >= 2), None)
     if target is None:
         not_applicable("no DRA node has two free devices")
@@ -91,7 +91,7 @@ def test_two_claims_get_distinct_devices(request, cluster, namespace, gpu_env, r
     names = [cluster_dra.create_claim_pod(cluster, namespace, f"two-{i}", gpu_env.run_id,
                                           template=tpl, node=target.node.name) for i in (0, 1)]
     placed = [cluster_dra.place(cluster, namespace, n) for n in names]
-    evidence.append(_claims_yaml(cluster, namespace))
+    attachments.append(_claims_yaml(cluster, namespace))
     refused = [f"{n}: {r}" for n, (node, r) in zip(names, placed, strict=True) if not node]
     assert not refused, (f"two one-device claims on {target.node.name} ({len(target.free)} "
                          f"free) were not both allocated: {'; '.join(refused)}")
@@ -143,7 +143,7 @@ def _selectors(reps) -> list[tuple[str, str, object]]:
 @pytest.mark.requirement("DRA-ALLOC-003")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_cel_selectors_place_only_on_matching_gpus(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, evidence):
+                                                   require_dra, targets, attachments):
     reps = _representatives(targets)
     if not reps:
         not_applicable("no DRA node with GFD product labels offers whole GPUs to select by CEL")
@@ -172,8 +172,8 @@ def test_cel_selectors_place_only_on_matching_gpus(request, cluster, namespace, 
                      + (f"allocated {got}" if bound else f"Pending: {reason}"))
         if bool(bound) != expected:
             wrong.append(lines[-1])
-    evidence.append(ev.Evidence("cel-placement.txt", "\n".join(lines)))
-    evidence.append(_claims_yaml(cluster, namespace))
+    attachments.append(ev.Evidence("cel-placement.txt", "\n".join(lines)))
+    attachments.append(_claims_yaml(cluster, namespace))
     assert trials, "no node of any GPU type had enough free devices to try the selectors"
     assert not wrong, ("CEL selectors placed claims on GPUs their node's labels say do not "
                        "match (or missed ones that do): " + "; ".join(wrong)
@@ -184,7 +184,7 @@ def test_cel_selectors_place_only_on_matching_gpus(request, cluster, namespace, 
 
 @pytest.mark.requirement("DRA-ALLOC-004")
 def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu_env,
-                                                require_dra, dra_nodes, evidence):
+                                                require_dra, dra_nodes, attachments):
     by_node = require_dra.pools_by_node()
     most = max((n.int_label(L.COUNT) or sum(
         d.type == dra.TYPE_GPU for p in by_node.get(n.name, []) for d in p.devices)
@@ -199,8 +199,8 @@ def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu
     except WaitTimeout:
         node, reason = None, None
     took = time.monotonic() - t0
-    evidence.append(ev.Evidence("events.txt", pods.scheduling_events(cluster, namespace, pod)))
-    evidence.append(_claims_yaml(cluster, namespace))
+    attachments.append(ev.Evidence("events.txt", pods.scheduling_events(cluster, namespace, pod)))
+    attachments.append(_claims_yaml(cluster, namespace))
     assert node is None, (f"a claim for {most + 1} GPUs, more than any DRA node has "
                           f"({most} by {L.COUNT}), was allocated on {node}: its pools offer "
                           "GPUs it does not have (stale or duplicated slices, DRA-POOL-001)")
@@ -216,13 +216,13 @@ def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu
 @pytest.mark.requirement("DRA-ALLOC-005")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_shared_claim_one_device_many_reservations(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, evidence):
+                                                   require_dra, targets, attachments):
     claim = cluster_dra.create_claim(cluster, namespace, "shared", _one_device(targets),
                                      gpu_env.run_id)
     names = [cluster_dra.create_claim_pod(cluster, namespace, f"share-{i}", gpu_env.run_id,
                                           claim=claim) for i in range(SHARERS)]
     placed = {n: cluster_dra.place(cluster, namespace, n) for n in names}
-    evidence.append(_claims_yaml(cluster, namespace))
+    attachments.append(_claims_yaml(cluster, namespace))
     refused = [f"{n}: {r}" for n, (node, r) in placed.items() if not node]
     assert not refused, (f"pods sharing claim {claim} were not all scheduled: "
                          + "; ".join(refused)
@@ -253,7 +253,7 @@ def test_shared_claim_one_device_many_reservations(request, cluster, namespace, 
 @pytest.mark.requirement("DRA-ALLOC-006")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_deleting_pods_and_claims_releases_devices(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, evidence):
+                                                   require_dra, targets, attachments):
     target = max(targets, key=lambda t: (min(len(t.free), MAX_RESULTS), t.node.name))
     devices = target.devices()
     chosen = target.free[:MAX_RESULTS]
@@ -278,7 +278,7 @@ def test_deleting_pods_and_claims_releases_devices(request, cluster, namespace, 
     second = cluster_dra.create_claim_pod(cluster, namespace, "all-1", gpu_env.run_id,
                                           template=tpl, node=target.node.name)
     node, reason = cluster_dra.place(cluster, namespace, second)
-    evidence.append(_claims_yaml(cluster, namespace))
+    attachments.append(_claims_yaml(cluster, namespace))
     assert node, (f"after the pod holding {len(chosen)} devices of {target.node.name} and its "
                   f"claim were deleted, a claim for the same devices stays Pending: {reason}")
     again = sorted(cluster_dra.devices_of(cluster_dra.wait_allocated(cluster, namespace,

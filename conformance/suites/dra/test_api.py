@@ -19,10 +19,10 @@ from conformance.plugin.api import finding
 
 
 @pytest.mark.requirement("DRA-API-001")
-def test_api_served_and_device_classes_upstream(request, require_dra, evidence):
+def test_api_served_and_device_classes_upstream(request, require_dra, attachments):
     view = require_dra
-    evidence.append(ev.Evidence("deviceclasses.yaml", ev.to_yaml(view.nvidia_classes)))
-    evidence.append(ev.Evidence("api.txt", f"resource.k8s.io versions served: "
+    attachments.append(ev.Evidence("deviceclasses.yaml", ev.to_yaml(view.nvidia_classes)))
+    attachments.append(ev.Evidence("api.txt", f"resource.k8s.io versions served: "
                                            f"{', '.join(view.api_versions) or 'none'}\n"
                                            f"{view.gates_text()}"))
     assert view.served, (f"{dra.RESOURCE_API} is not served (served: "

@@ -38,9 +38,9 @@ def _attributes_text(view, nodes) -> str:
 
 
 @pytest.mark.requirement("DRA-ATTR-001")
-def test_attributes_agree_with_the_node(request, require_dra, dra_nodes, gpu_env, evidence):
+def test_attributes_agree_with_the_node(request, require_dra, dra_nodes, gpu_env, attachments):
     expected = gpu_env.options.expected_driver_version
-    evidence.append(ev.Evidence("attributes.txt", _attributes_text(require_dra, dra_nodes)))
+    attachments.append(ev.Evidence("attributes.txt", _attributes_text(require_dra, dra_nodes)))
     problems, checked = [], 0
     for node in dra_nodes:
         devices = _devices(require_dra, node)
@@ -57,7 +57,7 @@ def test_attributes_agree_with_the_node(request, require_dra, dra_nodes, gpu_env
 
 
 @pytest.mark.requirement("DRA-ATTR-002")
-def test_attributes_are_those_of_the_driver_release(request, require_dra, dra_nodes, evidence):
+def test_attributes_are_those_of_the_driver_release(request, require_dra, dra_nodes, attachments):
     plugins = require_dra.plugin_by_node()
     problems, releases = [], set()
     for node in dra_nodes:
@@ -65,8 +65,8 @@ def test_attributes_are_those_of_the_driver_release(request, require_dra, dra_no
         release = plugin.release if plugin else None
         releases.add(dra.release_text(release))
         problems += rules.attribute_set_problems(node.name, _devices(require_dra, node), release)
-    evidence.append(ev.Evidence("attributes.txt", _attributes_text(require_dra, dra_nodes)))
-    evidence.append(ev.Evidence("releases.txt", "\n".join(
+    attachments.append(ev.Evidence("attributes.txt", _attributes_text(require_dra, dra_nodes)))
+    attachments.append(ev.Evidence("releases.txt", "\n".join(
         f"{n}: {p.image} -> {dra.release_text(p.release)}" for n, p in sorted(plugins.items()))))
     assert not problems, ("devices carry other attributes than their driver release publishes: "
                           + "; ".join(problems[:10]))

@@ -27,7 +27,7 @@ GATE = "DRAExtendedResource"
 @pytest.mark.requirement("DRA-ER-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_extended_resource_is_served_through_a_claim(request, cluster, namespace, gpu_env,
-                                                     require_dra, targets, evidence):
+                                                     require_dra, targets, attachments):
     mapped = rules.extended_resource_classes(require_dra.classes)
     if not mapped:
         not_applicable(f"no DeviceClass maps {dra.EXTENDED_RESOURCE} (extendedResourceName): "
@@ -42,7 +42,7 @@ def test_extended_resource_is_served_through_a_claim(request, cluster, namespace
     pod = cluster_dra.create_claim_pod(cluster, namespace, "extres", gpu_env.run_id, gpus=1,
                                        node=target.node.name)
     node, reason = cluster_dra.place(cluster, namespace, pod)
-    evidence.append(ev.Evidence("resourceclaims.yaml",
+    attachments.append(ev.Evidence("resourceclaims.yaml",
                                 ev.to_yaml(cluster_dra.list_claims(cluster, namespace))))
     assert node, (f"a pod asking {dra.EXTENDED_RESOURCE}: 1 on DRA node {target.node.name} was "
                   f"not scheduled: {reason}" + require_dra.class_hint())
@@ -62,12 +62,12 @@ def test_extended_resource_is_served_through_a_claim(request, cluster, namespace
 
 @pytest.mark.requirement("DRA-ER-002")
 def test_no_node_offers_gpus_through_both_paths(request, require_dra, require_gpu_nodes,
-                                                allocation_paths, cluster_policy, evidence):
+                                                allocation_paths, cluster_policy, attachments):
     by_node = require_dra.pools_by_node()
     stacks = {n.name: rules.serving_stack(n, cluster_policy=cluster_policy is not None,
                                           gpu_cluster=require_dra.gpucluster is not None)
               for n in require_gpu_nodes}
-    evidence.append(ev.Evidence("allocation-paths.txt", "\n".join(
+    attachments.append(ev.Evidence("allocation-paths.txt", "\n".join(
         f"{n.name}: path={allocation_paths.get(n.name)} stack={stacks[n.name]} "
         f"capacity={ {k: v for k, v in n.capacity.items() if k.startswith('nvidia.com/')} } "
         f"devices={sum(len(p.devices) for p in by_node.get(n.name, []))}"

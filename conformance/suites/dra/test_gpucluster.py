@@ -22,7 +22,7 @@ from conformance.plugin.api import finding, not_applicable
 
 @pytest.mark.requirement("DRA-OP-001")
 def test_gpucluster_ready_and_operands_rolled_out(request, cluster, dra_view, gpu_nodes,
-                                                  cluster_policy, gpu_env, evidence):
+                                                  cluster_policy, gpu_env, attachments):
     obj = dra_view.gpucluster
     if obj is None:
         not_applicable("no GPUCluster (nvidia.com/v1alpha1): "
@@ -30,7 +30,7 @@ def test_gpucluster_ready_and_operands_rolled_out(request, cluster, dra_view, gp
                           if dra_view.gpucluster_crd else "the GPUCluster CRD is not installed")
                        + ("; a ClusterPolicy manages the GPU stack" if cluster_policy
                           else ""))
-    evidence.append(ev.Evidence("gpucluster.yaml", ev.to_yaml(obj)))
+    attachments.append(ev.Evidence("gpucluster.yaml", ev.to_yaml(obj)))
     problems = rules.gpucluster_problems(obj)
     ns = (obj.get("status") or {}).get("namespace") or gpu_env.options.operator_namespace
     served = [n for n in gpu_nodes if rules.serving_stack(

@@ -40,13 +40,13 @@ def _run(cluster, namespace, gpu_env, prefix, node, template=None):
 @pytest.mark.requirement("DRA-ISO-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
 def test_claim_pod_sees_exactly_its_gpus(request, cluster, namespace, gpu_env, targets,
-                                         evidence):
+                                         attachments):
     target = max(targets, key=lambda t: len(t.free))
     count = min(2, len(target.free))
     tpl = cluster_dra.create_template(cluster, namespace, "iso", cluster_dra.claim_spec(
         cluster_dra.request(count=count, device_class=target.device_class)), gpu_env.run_id)
     r = _run(cluster, namespace, gpu_env, "iso-claim", target.node.name, tpl)
-    evidence.append(ev.Evidence("pod.log", r.logs))
+    attachments.append(ev.Evidence("pod.log", r.logs))
     assert r.diagnosis is None, f"{r.pod}: {r.diagnosis}"
     seen = smi.gpu_uuids(r.logs) or smi.mig_uuids(r.logs)
     nodes = _device_nodes(r.logs)
@@ -57,10 +57,10 @@ def test_claim_pod_sees_exactly_its_gpus(request, cluster, namespace, gpu_env, t
 
 
 @pytest.mark.requirement("DRA-ISO-002")
-def test_pod_without_claim_sees_no_gpu(request, cluster, namespace, gpu_env, targets, evidence):
+def test_pod_without_claim_sees_no_gpu(request, cluster, namespace, gpu_env, targets, attachments):
     node = targets[0].node.name
     r = _run(cluster, namespace, gpu_env, "iso-none", node)
-    evidence.append(ev.Evidence("pod.log", r.logs))
+    attachments.append(ev.Evidence("pod.log", r.logs))
     assert r.phase in ("Succeeded", "Failed") and "never started" not in (r.diagnosis or ""), (
         f"{r.pod}: {r.diagnosis}")
     seen = smi.gpu_uuids(r.logs)

@@ -34,9 +34,9 @@ def _pools_text(view, nodes) -> str:
 
 
 @pytest.mark.requirement("DRA-POOL-001")
-def test_every_dra_node_publishes_a_complete_pool(request, require_dra, dra_nodes, evidence):
+def test_every_dra_node_publishes_a_complete_pool(request, require_dra, dra_nodes, attachments):
     by_node, plugins = require_dra.pools_by_node(), require_dra.plugin_by_node()
-    evidence.append(ev.Evidence("pools.txt", _pools_text(require_dra, dra_nodes)))
+    attachments.append(ev.Evidence("pools.txt", _pools_text(require_dra, dra_nodes)))
     problems = [p for node in dra_nodes
                 for p in rules.pool_problems(node.name, by_node.get(node.name, []),
                                              plugins.get(node.name))]
@@ -47,7 +47,7 @@ def test_every_dra_node_publishes_a_complete_pool(request, require_dra, dra_node
 
 
 @pytest.mark.requirement("DRA-POOL-002")
-def test_one_device_per_gpu_or_mig_device(request, require_dra, dra_nodes, evidence):
+def test_one_device_per_gpu_or_mig_device(request, require_dra, dra_nodes, attachments):
     by_node = require_dra.pools_by_node()
     problems, checked, unlabelled = [], 0, []
     for node in dra_nodes:
@@ -58,7 +58,7 @@ def test_one_device_per_gpu_or_mig_device(request, require_dra, dra_nodes, evide
             unlabelled.append(node.name)
         checked += 1
         problems += rules.device_count_problems(node, devices)
-    evidence.append(ev.Evidence("devices.txt", "\n".join(
+    attachments.append(ev.Evidence("devices.txt", "\n".join(
         f"{n.name}: gpu.count={n.label(L.COUNT)} gpu.product={n.label(L.PRODUCT)} devices="
         + ", ".join(f"{d.name}({d.type})" for p in by_node.get(n.name, []) for d in p.devices)
         for n in dra_nodes)))

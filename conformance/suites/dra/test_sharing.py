@@ -52,14 +52,14 @@ def _configs(cluster) -> list[tuple[str, dict]]:
 
 
 @pytest.mark.requirement("DRA-SHARE-001")
-def test_claim_sharing_configs_are_valid(request, cluster, require_dra, evidence):
+def test_claim_sharing_configs_are_valid(request, cluster, require_dra, attachments):
     gates = _driver_gates(require_dra)
     configs = _configs(cluster)
     verdicts = [(where, dra.validate_sharing(p, gates)) for where, p in configs]
     shared = [(w, v) for w, v in verdicts if v.strategy or v.invalid]
-    evidence.append(ev.Evidence("sharing-configs.yaml", ev.to_yaml(
+    attachments.append(ev.Evidence("sharing-configs.yaml", ev.to_yaml(
         [{"where": w, "parameters": p} for w, p in configs])))
-    evidence.append(ev.Evidence("driver-gates.txt", f"FEATURE_GATES of the kubelet plugin: "
+    attachments.append(ev.Evidence("driver-gates.txt", f"FEATURE_GATES of the kubelet plugin: "
                                                     f"{gates or 'none set (alpha gates off)'}"))
     if not shared:
         not_applicable(f"no ResourceClaim or template asks {dra.DRIVER} for sharing "
@@ -80,7 +80,7 @@ def test_claim_sharing_configs_are_valid(request, cluster, require_dra, evidence
 
 @pytest.mark.requirement("DRA-SHARE-002")
 def test_time_sliced_claim_runs_two_pods(request, cluster, namespace, gpu_env, require_dra,
-                                         targets, evidence):
+                                         targets, attachments):
     gates = _driver_gates(require_dra)
     if not gates.get(dra.GATE_TIME_SLICING):
         not_applicable(f"refused by the driver as such: {dra.gate_refusal('TimeSlicing')} "
@@ -96,7 +96,7 @@ def test_time_sliced_claim_runs_two_pods(request, cluster, namespace, gpu_env, r
             image=gpu_env.options.cuda_image, command=["sh", "-c", smi.SMI_SCRIPT])
         runs.append(workloads.run_manifest(cluster, namespace, body,
                                            timeout=workloads.QUICK_RUN_TIMEOUT_S))
-    evidence.append(ev.Evidence("pods.txt", "\n\n".join(f"{r.pod}: {r.phase} {r.diagnosis}\n"
+    attachments.append(ev.Evidence("pods.txt", "\n\n".join(f"{r.pod}: {r.phase} {r.diagnosis}\n"
                                                          f"{r.logs[-600:]}" for r in runs)))
     failed = [f"{r.pod}: {r.diagnosis}" for r in runs if r.diagnosis]
     assert not failed, "time-sliced claim pods did not run: " + "; ".join(failed)

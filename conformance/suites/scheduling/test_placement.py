@@ -109,7 +109,7 @@ def _real_compute_major(node) -> int | None:
 
 @pytest.mark.requirement("SCHED-PLACE-003")
 def test_gpu_workloads_select_a_gpu_type(request, cluster, gpu_env, require_gpu_nodes,
-                                         evidence):
+                                         attachments):
     products = _products(require_gpu_nodes)
     if len(products) <= 1:
         not_applicable("one GPU type in the cluster: an unpinned GPU pod cannot land on the "
@@ -118,7 +118,7 @@ def test_gpu_workloads_select_a_gpu_type(request, cluster, gpu_env, require_gpu_
     unpinned = placement.unpinned_gpu_pods(
         views.unfinished_pods(cluster), skip_namespaces={gpu_env.options.operator_namespace},
         skip_label=(namespaces.MANAGED_BY, namespaces.MANAGER))
-    evidence.append(ev.Evidence("unpinned-gpu-pods.txt", "\n".join(unpinned) or "(none)"))
+    attachments.append(ev.Evidence("unpinned-gpu-pods.txt", "\n".join(unpinned) or "(none)"))
     assert not unpinned, (
         f"{len(unpinned)} GPU pod(s) select no GPU type on a cluster of {summary}: "
         f"{', '.join(unpinned[:5])} (add a nodeSelector on {L.PRODUCT} or an affinity on "

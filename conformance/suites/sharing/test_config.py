@@ -46,8 +46,8 @@ def shared_nodes(configs, require_gpu_nodes):
 
 
 @pytest.mark.requirement("SHARE-CFG-001")
-def test_sharing_config_is_valid(configs, evidence):
-    evidence.append(ev.Evidence("sharing-config.yaml", ev.to_yaml(configs.docs)))
+def test_sharing_config_is_valid(configs, attachments):
+    attachments.append(ev.Evidence("sharing-config.yaml", ev.to_yaml(configs.docs)))
     problems = [f"{k or configs.config_map}: {e}" for k, e in configs.parse_errors.items()]
     for key, doc in configs.docs.items():
         problems += [f"{key}: {e}" for e in validate_sharing_config(doc)]
@@ -58,7 +58,7 @@ def test_sharing_config_is_valid(configs, evidence):
 
 
 @pytest.mark.requirement("SHARE-CAP-001")
-def test_shared_capacity_is_gpus_times_replicas(shared_nodes, evidence):
+def test_shared_capacity_is_gpus_times_replicas(shared_nodes, attachments):
     wrong = []
     for node, config in shared_nodes:
         promised = capacity.promised_by_config(node, config)
@@ -69,14 +69,14 @@ def test_shared_capacity_is_gpus_times_replicas(shared_nodes, evidence):
         if problem:
             wrong.append(f"{problem} ({node.label(L.COUNT)} GPUs x "
                          f"{config.replicas_for(L.GPU_RESOURCE)} replicas of the config)")
-    evidence.append(ev.Evidence("shared-capacity.txt", "\n".join(
+    attachments.append(ev.Evidence("shared-capacity.txt", "\n".join(
         f"{n.name}: {n.gpu_resources} count={n.label(L.COUNT)}" for n, _c in shared_nodes)))
     assert not wrong, ("the device plugin does not advertise what its sharing config says: "
                        + "; ".join(wrong[:8]))
 
 
 @pytest.mark.requirement("SHARE-LBL-001")
-def test_sharing_labels_agree_with_config(shared_nodes, evidence):
+def test_sharing_labels_agree_with_config(shared_nodes, attachments):
     wrong = []
     for node, config in shared_nodes:
         replicas = config.replicas_for(L.GPU_RESOURCE)
@@ -94,7 +94,7 @@ def test_sharing_labels_agree_with_config(shared_nodes, evidence):
             wrong.append(f"{node.name}: gpu.product={product} "
                          + ("must not end in -SHARED (renameByDefault)"
                             if config.rename_by_default else "should end in -SHARED"))
-    evidence.append(ev.Evidence("sharing-labels.txt", "\n".join(
+    attachments.append(ev.Evidence("sharing-labels.txt", "\n".join(
         f"{n.name}: product={n.label(L.PRODUCT)} replicas={n.label(L.REPLICAS)} "
         f"strategy={n.label(L.SHARING_STRATEGY)}" for n, _c in shared_nodes)))
     assert not wrong, "GFD's sharing labels disagree with the config: " + "; ".join(wrong[:8])

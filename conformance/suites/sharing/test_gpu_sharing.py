@@ -67,12 +67,12 @@ def _experiment(request, gpu_env, args: list[str]) -> dict:
 
 @pytest.mark.requirement("SHARE-INT-001")
 @pytest.mark.parametrize("kernel", ["membw", "fp32"])
-def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, evidence):
+def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, attachments):
     doc = _experiment(request, gpu_env, ["interference", "--kernel", kernel, "--copies",
                                          "1,2,4", "--seconds", "3"])
     for point in doc.get("points") or [doc]:
         record_measurement(request, "interference", point)
-    evidence.append(ev.Evidence(f"interference-{kernel}.json", json.dumps(doc, indent=1)))
+    attachments.append(ev.Evidence(f"interference-{kernel}.json", json.dumps(doc, indent=1)))
     if doc.get("error"):
         pytest.fail(f"interference experiment failed: {doc['error']}")
     where = _shared_gpu(request, gpu_env)
@@ -96,7 +96,7 @@ def test_time_sliced_copies_share_fairly(kernel, request, gpu_env, evidence):
     record_measurement(request, "pod_vs_process", {"kernel": kernel, "mode": pods["mode"],
                                                    "node": pods["node"], "points": ratio})
     pods["pod_vs_process"] = ratio
-    evidence.append(ev.Evidence(f"interference-{kernel}-pods.json", json.dumps(pods, indent=1)))
+    attachments.append(ev.Evidence(f"interference-{kernel}-pods.json", json.dumps(pods, indent=1)))
     summary = _summary(pods["points"])
     versus = "; ".join(f"N={r['copies']}: pods {r['pod_aggregate']:.4g} / processes "
                        f"{r['process_aggregate']:.4g} {r.get('unit') or ''} = {r['ratio']:.3f}"
@@ -120,7 +120,7 @@ ISOLATION = [
 
 
 @pytest.mark.parametrize("mode", ISOLATION)
-def test_isolation_finding(mode, request, gpu_env, evidence):
+def test_isolation_finding(mode, request, gpu_env, attachments):
     where = _shared_gpu(request, gpu_env)
     if where is None:
         doc = _experiment(request, gpu_env, ["isolation", "--mode", mode])
@@ -133,18 +133,18 @@ def test_isolation_finding(mode, request, gpu_env, evidence):
         except sharing_pods.NotRun as exc:
             _not_run(exc)
     record_measurement(request, "isolation", doc)
-    evidence.append(ev.Evidence(f"finding-{mode}-isolation.json", json.dumps(doc, indent=1)))
+    attachments.append(ev.Evidence(f"finding-{mode}-isolation.json", json.dumps(doc, indent=1)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
     finding(request, str(doc["finding"]))
 
 
 @pytest.mark.requirement("SHARE-LAT-001")
-def test_tail_latency_beside_time_sliced_sharers(request, gpu_env, evidence):
+def test_tail_latency_beside_time_sliced_sharers(request, gpu_env, attachments):
     doc = _experiment(request, gpu_env, ["latency", "--sharers", ",".join(map(str, SHARERS)),
                                          "--seconds",
                                          f"{sharing_pods.LATENCY_WINDOW.seconds:g}"])
     record_measurement(request, "tail_latency", doc)
-    evidence.append(ev.Evidence("finding-tail-latency.json", json.dumps(
+    attachments.append(ev.Evidence("finding-tail-latency.json", json.dumps(
         {k: v for k, v in doc.items() if k != "points"}, indent=1, default=str)))
     assert doc.get("finding"), f"no finding was made: {doc.get('error')}"
     where = _shared_gpu(request, gpu_env)
@@ -166,7 +166,7 @@ def test_tail_latency_beside_time_sliced_sharers(request, gpu_env, evidence):
     record_measurement(request, "pod_vs_process", {"experiment": "latency", "kernel": "infer",
                                                    "mode": pods["mode"], "node": pods["node"],
                                                    "points": ratio})
-    evidence.append(ev.Evidence("finding-tail-latency-pods.json",
+    attachments.append(ev.Evidence("finding-tail-latency-pods.json",
                                 json.dumps(pods, indent=1, default=str)))
     versus = "; ".join(
         f"S={r['sharers']}: p99 pods {r['pod_p99'] / 1000:.3f} / processes "

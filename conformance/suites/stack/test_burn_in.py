@@ -62,7 +62,7 @@ def _burns(gpu_env, nodes) -> tuple[dict[str, dict | str], list[str]]:
 
 
 @pytest.mark.requirement("STACK-BURN-001")
-def test_burn_in_stays_correct_at_the_power_limit(request, gpu_env, evidence):
+def test_burn_in_stays_correct_at_the_power_limit(request, gpu_env, attachments):
     nodes = request.getfixturevalue("gpu_nodes") if gpu_env.cluster is not None else []
     burns, unread = _burns(gpu_env, nodes)
     problems, seen = [], []
@@ -71,7 +71,7 @@ def test_burn_in_stays_correct_at_the_power_limit(request, gpu_env, evidence):
             problems.append(doc)
             continue
         record_measurement(request, "burn", doc)
-        evidence.append(ev.Evidence(f"burn-{node}.json", json.dumps(
+        attachments.append(ev.Evidence(f"burn-{node}.json", json.dumps(
             {k: v for k, v in doc.items() if k != "gpus"} | {"gpus": [
                 {k: v for k, v in g.items() if k != "samples"} for g in doc.get("gpus", [])]},
             indent=1, default=str)))

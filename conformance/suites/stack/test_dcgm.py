@@ -84,9 +84,9 @@ def _nothing_behind(cluster, ns: str) -> str | None:
 
 @pytest.mark.requirement("STACK-DCGM-002")
 def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, gpu_stack, require_gpu_nodes,
-                                        evidence):
+                                        attachments):
     text = scrape(cluster, gpu_env.options.operator_namespace, gpu_stack)
-    evidence.append(ev.Evidence("dcgm-metrics.txt", text[:50_000]))
+    attachments.append(ev.Evidence("dcgm-metrics.txt", text[:50_000]))
     expected = sum(n.int_label(L.COUNT) or 0 for n in require_gpu_nodes)
     seen = gpus_by_metric(text)
     missing = [m for m in REQUIRED if m not in seen]
@@ -98,10 +98,10 @@ def test_dcgm_exporter_serves_every_gpu(cluster, gpu_env, gpu_stack, require_gpu
 
 @pytest.mark.requirement("STACK-DCGM-003")
 def test_per_accelerator_utilization_and_memory(cluster, gpu_env, gpu_stack, require_gpu_nodes,
-                                                evidence):
+                                                attachments):
     text = scrape(cluster, gpu_env.options.operator_namespace, gpu_stack)
     report = am.check(text)
-    evidence.append(ev.Evidence("accelerator-metrics.json", json.dumps(report.as_dict(),
+    attachments.append(ev.Evidence("accelerator-metrics.json", json.dumps(report.as_dict(),
                                                                       indent=2),
                                 mime="application/json"))
     assert report.samples, f"{SERVICE}:{PORT}/metrics serves no samples"

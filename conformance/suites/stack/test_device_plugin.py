@@ -27,12 +27,12 @@ def _node_table(nodes: list[GpuNode]) -> str:
 
 
 @pytest.mark.requirement("STACK-DP-002")
-def test_gpu_resource_advertised(require_device_plugin_nodes, evidence):
+def test_gpu_resource_advertised(require_device_plugin_nodes, attachments):
     nodes = [n for n in require_device_plugin_nodes if n.deploys("device-plugin")]
     if not nodes:
         not_applicable("the device plugin is switched off on every GPU node")
-    evidence.append(ev.Evidence("gpu-resources.txt", _node_table(nodes)))
-    evidence.append(ev.Evidence("gpu-node-evidence.txt", "\n".join(
+    attachments.append(ev.Evidence("gpu-resources.txt", _node_table(nodes)))
+    attachments.append(ev.Evidence("gpu-node-evidence.txt", "\n".join(
         n.describe_evidence() for n in nodes)))
     missing = [f"{n.name} (a GPU node by {', '.join(n.evidence)})" for n in nodes
                if not any(L.gpu_resources(n.capacity).values()) or not any(
@@ -61,7 +61,7 @@ def _shared_by_config(docs, nodes) -> set[str]:
 
 
 @pytest.mark.requirement("STACK-DP-003")
-def test_allocatable_matches_count_times_replicas(sharing_docs, require_gpu_nodes, evidence):
+def test_allocatable_matches_count_times_replicas(sharing_docs, require_gpu_nodes, attachments):
     owned = _shared_by_config(sharing_docs, require_gpu_nodes)
     checked, unlabelled, wrong = 0, [], []
     for node in require_gpu_nodes:
@@ -75,7 +75,7 @@ def test_allocatable_matches_count_times_replicas(sharing_docs, require_gpu_node
         problem = capacity.shortfall(node, promised)
         if problem:
             wrong.append(problem + " (gpu.count x gpu.replicas)")
-    evidence.append(ev.Evidence("gpu-resources.txt", _node_table(require_gpu_nodes)))
+    attachments.append(ev.Evidence("gpu-resources.txt", _node_table(require_gpu_nodes)))
     if not checked:
         not_applicable(
             f"no GPU node to check: {len(owned)} share GPUs by a sharing config (SHARE-CAP-001 "

@@ -27,11 +27,11 @@ def _diagnose(policy_managed: bool) -> str:
 
 
 @pytest.mark.requirement("STACK-DRV-002")
-def test_nodes_run_expected_driver_version(require_gpu_nodes, cluster_policy, gpu_env, evidence):
+def test_nodes_run_expected_driver_version(require_gpu_nodes, cluster_policy, gpu_env, attachments):
     by_version: dict[str, list[str]] = defaultdict(list)
     for node in require_gpu_nodes:
         by_version[driver.version_from_labels(node.labels) or "(no label)"].append(node.name)
-    evidence.append(ev.Evidence("driver-versions.txt", "\n".join(
+    attachments.append(ev.Evidence("driver-versions.txt", "\n".join(
         f"{v}: {len(n)} node(s): {', '.join(n[:20])}" for v, n in by_version.items())))
     unlabelled = by_version.pop("(no label)", [])
     if not by_version:

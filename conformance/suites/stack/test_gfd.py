@@ -21,7 +21,7 @@ from conformance.plugin.api import finding
 
 
 @pytest.mark.requirement("STACK-GFD-002")
-def test_labels_satisfy_upstream_contract(request, gpu_stack, require_gpu_nodes, evidence):
+def test_labels_satisfy_upstream_contract(request, gpu_stack, require_gpu_nodes, attachments):
     problems, old = [], {}
     for node in require_gpu_nodes:
         version = (gpu_stack.gfd_version(node.name)
@@ -36,7 +36,7 @@ def test_labels_satisfy_upstream_contract(request, gpu_stack, require_gpu_nodes,
             nodes, labels = old.setdefault((version.text, version.judged), ([], set()))
             nodes.append(node.name)
             labels.update(check.too_old)
-    evidence.append(ev.Evidence("gpu-node-labels.txt", "\n\n".join(
+    attachments.append(ev.Evidence("gpu-node-labels.txt", "\n\n".join(
         f"{n.name}\n" + "\n".join(f"  {k}={v}" for k, v in sorted(n.labels.items())
                                   if k.startswith("nvidia.com/"))
         for n in require_gpu_nodes[:20])))
@@ -51,10 +51,10 @@ def test_labels_satisfy_upstream_contract(request, gpu_stack, require_gpu_nodes,
 
 
 @pytest.mark.requirement("STACK-GFD-003")
-def test_labels_agree_with_each_other(require_gpu_nodes, evidence):
+def test_labels_agree_with_each_other(require_gpu_nodes, attachments):
     problems = []
     for node in require_gpu_nodes:
         problems += [f"{node.name}: {p}" for p in gfd_consistency.inconsistencies(node)]
-    evidence.append(ev.Evidence("label-consistency.txt", "\n".join(problems) or "consistent"))
+    attachments.append(ev.Evidence("label-consistency.txt", "\n".join(problems) or "consistent"))
     assert not problems, (f"{len(problems)} label inconsistenc(ies) on GPU nodes: "
                           + "; ".join(problems[:8]))

@@ -3,15 +3,19 @@
 On --target local the inventory is taken on this host; on real clusters in a pod on each GPU
 node (gpu_kernels mounted from a ConfigMap into --workload-image). The sim has no devices.
 
-Checklist:
-- STACK-NODE-001 every GPU enumerated with model, memory and a distinct UUID
-- STACK-NODE-002 driver and CUDA versions reported and the same on every GPU
-- STACK-NODE-003 ECC enabled, no volatile uncorrectable errors
-- STACK-NODE-004 compute mode Default (sharing works)
-- STACK-NODE-005 MIG mode reported, current == pending
-- STACK-NODE-006 no hardware/thermal/power-brake slowdown
-- STACK-NODE-007 PCIe link at its maximum width (and generation under load)
-- STACK-DRV-003 NVML's driver version is the expected one (--expected/--min-driver-version)
+The verdicts are reached on the node, by the rules of ``gpu_kernels/verdicts.py``
+(``NODE_RULES`` and ``GPU_RULES`` map each ID to its rule); this file judges what they said.
+
+Checklist (requirement, what it asks, its rule in gpu_kernels/verdicts.py):
+- STACK-NODE-001 every GPU enumerated with model, memory and a distinct UUID: ``enumeration``
+- STACK-NODE-002 driver and CUDA versions reported and the same on every GPU: ``versions``
+- STACK-NODE-003 ECC enabled, no volatile uncorrectable errors: ``ecc``
+- STACK-NODE-004 compute mode Default (sharing works): ``compute_mode``
+- STACK-NODE-005 MIG mode reported, current == pending: ``mig``
+- STACK-NODE-006 no hardware/thermal/power-brake slowdown: ``throttle``
+- STACK-NODE-007 PCIe link at its maximum width (and generation under load): ``pcie``
+- STACK-DRV-003 NVML's driver version is the expected one (--expected/--min-driver-version):
+  ``versions``' verdict, and NVML's driver against GFD's label (here)
 """
 
 from __future__ import annotations
@@ -24,9 +28,9 @@ from conformance.cluster import evidence as ev
 from conformance.cluster import kernel_pods, workloads
 from conformance.plugin.api import finding, not_applicable, not_run, with_real_gpus
 from conformance.run import local_gpu
+from gpu_kernels import verdicts
 
-NODE_CHECKS = ("STACK-NODE-001", "STACK-NODE-002", "STACK-NODE-003", "STACK-NODE-004",
-               "STACK-NODE-005", "STACK-NODE-006", "STACK-NODE-007")
+NODE_CHECKS = verdicts.REQUIREMENTS  # STACK-NODE-001..007, one rule each
 INVENTORY_TIMEOUT_S = 120.0
 
 
@@ -91,9 +95,9 @@ def _verdicts(inventories: dict[str, dict], req_id: str) -> list[tuple[str, dict
     return found
 
 
-def _judge(inventories, req_id: str, evidence, request=None) -> None:
+def _judge(inventories, req_id: str, attachments, request=None) -> None:
     found = _verdicts(inventories, req_id)
-    evidence.append(ev.Evidence("nvml-inventory.json", json.dumps(
+    attachments.append(ev.Evidence("nvml-inventory.json", json.dumps(
         {n: d.get("inventory") for n, d in inventories.items()}, indent=1)[:100_000]))
     failed = [f"{node}: {v['message']}" for node, v in found if v["verdict"] == "fail"]
     assert not failed, "; ".join(failed[:5])
@@ -109,14 +113,14 @@ def _judge(inventories, req_id: str, evidence, request=None) -> None:
 
 @pytest.mark.parametrize("req_id", [pytest.param(r, id=r, marks=pytest.mark.requirement(r))
                                     for r in NODE_CHECKS])
-def test_nvml_inventory(req_id, inventories, evidence, request):
-    _judge(inventories, req_id, evidence, request)
+def test_nvml_inventory(req_id, inventories, attachments, request):
+    _judge(inventories, req_id, attachments, request)
 
 
 @pytest.mark.requirement("STACK-DRV-003")
-def test_nvml_driver_version_matches_labels(inventories, gpu_env, evidence, request):
+def test_nvml_driver_version_matches_labels(inventories, gpu_env, attachments, request):
     """NVML's driver (what containers load) against --expected-driver-version and GFD's label."""
-    _judge(inventories, "STACK-NODE-002", evidence, request)
+    _judge(inventories, "STACK-NODE-002", attachments, request)
     nodes = request.getfixturevalue("gpu_nodes") if gpu_env.cluster is not None else []
     labels = {n.name: n.label("nvidia.com/cuda.driver-version.full") for n in nodes}
     mismatched = []

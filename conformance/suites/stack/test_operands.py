@@ -55,7 +55,7 @@ def _where(op: operands.Operand, stack) -> str:
     pytest.param(operands.get_operand(key), id=operands.get_operand(key).name,
                  marks=pytest.mark.requirement(req)) for req, key in CHECKED.items()])
 def test_operand_rolled_out_on_every_gpu_node(op, cluster, gpu_stack, require_gpu_nodes,
-                                              allocation_paths, evidence):
+                                              allocation_paths, attachments):
     policy = gpu_stack.policy
     if gpu_stack.runs_gpucluster:
         not_applicable(f"the operator runs a GPUCluster (the DRA stack), not a ClusterPolicy: "
@@ -78,16 +78,16 @@ def test_operand_rolled_out_on_every_gpu_node(op, cluster, gpu_stack, require_gp
     pods = [p for c in components for p in c.pods]
     result = rollout.rollout(pods, nodes, found=bool(components))
     for comp in components:
-        evidence.append(ev.Evidence(f"{comp.daemonset.metadata.name}.yaml",
+        attachments.append(ev.Evidence(f"{comp.daemonset.metadata.name}.yaml",
                                     ev.to_yaml(comp.daemonset)))
-        evidence.append(ev.Evidence(f"events-{comp.daemonset.metadata.namespace}.txt",
+        attachments.append(ev.Evidence(f"events-{comp.daemonset.metadata.namespace}.txt",
                                     ev.events_text(cluster, comp.daemonset.metadata.namespace)))
     if not components:  # what runs instead, and what the namespace says about the missing one
-        evidence.append(ev.Evidence("nvidia-daemonsets.txt", "\n".join(sorted(
+        attachments.append(ev.Evidence("nvidia-daemonsets.txt", "\n".join(sorted(
             f"{c.name} ({c.key}, {c.deployed_by})" for cs in gpu_stack.components.values()
             for c in cs)) or "no NVIDIA component DaemonSet found"))
         if gpu_stack.operator_installed:
-            evidence.append(ev.Evidence(
+            attachments.append(ev.Evidence(
                 f"events-{gpu_stack.operator_namespace}.txt",
                 ev.events_text(cluster, gpu_stack.operator_namespace)))
     assert result.daemonset_found, (
@@ -105,13 +105,13 @@ def test_operand_rolled_out_on_every_gpu_node(op, cluster, gpu_stack, require_gp
 
 
 @pytest.mark.requirement("STACK-OPD-002")
-def test_operand_restarts_under_threshold(gpu_stack, gpu_env, evidence):
+def test_operand_restarts_under_threshold(gpu_stack, gpu_env, attachments):
     seen = rollout.restarts(gpu_stack.pods())
     if not seen:
         not_applicable("no NVIDIA component pods are running")
     limit = gpu_env.options.restart_threshold
     over = [(pod, c, n) for pod, c, n in seen if n > limit]
-    evidence.append(ev.Evidence("operand-restarts.txt",
+    attachments.append(ev.Evidence("operand-restarts.txt",
                                 "\n".join(f"{p} {c} {n}" for p, c, n in seen)))
     assert not over, (
         f"{len(over)} NVIDIA component container(s) restarted more than {limit} time(s): "

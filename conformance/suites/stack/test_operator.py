@@ -18,15 +18,15 @@ from conformance.plugin.api import not_applicable
 
 
 @pytest.mark.requirement("STACK-OP-001")
-def test_operator_deployment_available(cluster, require_operator, evidence):
+def test_operator_deployment_available(cluster, require_operator, attachments):
     deployments = require_operator.operator_deployments
     assert deployments, (f"no GPU Operator Deployment ({L.OPERATOR_SELECTOR}) in any namespace, "
                          "although its ClusterPolicy or node labels are there: the operator "
                          "was removed or never started")
     dep = deployments[0]
     ns = dep.metadata.namespace
-    evidence.append(ev.Evidence("operator-deployment.yaml", ev.to_yaml(dep)))
-    evidence.append(ev.Evidence("operator-events.txt", ev.events_text(cluster, ns)))
+    attachments.append(ev.Evidence("operator-deployment.yaml", ev.to_yaml(dep)))
+    attachments.append(ev.Evidence("operator-events.txt", ev.events_text(cluster, ns)))
     available = {c.type: c.status for c in (dep.status.conditions or [])}.get("Available")
     ready = dep.status.ready_replicas or 0
     assert available == "True" and ready >= 1, (
@@ -35,14 +35,14 @@ def test_operator_deployment_available(cluster, require_operator, evidence):
 
 
 @pytest.mark.requirement("STACK-OP-002")
-def test_cluster_policy_ready(require_operator, cluster_policy, evidence):
+def test_cluster_policy_ready(require_operator, cluster_policy, attachments):
     if require_operator.runs_gpucluster:
         not_applicable("the operator runs a GPUCluster (the DRA stack), not a ClusterPolicy: "
                        "the two exclude each other; DRA-OP-001 checks the GPUCluster")
     assert cluster_policy is not None, (
         "no ClusterPolicy (nvidia.com/v1): the operator was installed without one, or its CRD "
         "is missing")
-    evidence.append(ev.Evidence("clusterpolicy.yaml", ev.to_yaml(dict(cluster_policy.doc))))
+    attachments.append(ev.Evidence("clusterpolicy.yaml", ev.to_yaml(dict(cluster_policy.doc))))
     not_ready = cluster_policy.not_ready_conditions()
     assert cluster_policy.state == clusterpolicy.READY, (
         f"ClusterPolicy {cluster_policy.name} status.state is {cluster_policy.state!r}, not "

@@ -22,16 +22,16 @@ from conformance.cluster.pods import PodSpec
 from conformance.plugin.api import require_result
 
 
-def _node(require_gpu_nodes, evidence=None) -> str:
-    """A GPU node a pod can land on; with ``evidence``, one that has a GPU to hand out (said
+def _node(require_gpu_nodes, attachments=None) -> str:
+    """A GPU node a pod can land on; with ``attachments``, one that has a GPU to hand out (said
     at once, with every node's GPU resources, rather than after a Pending pod's timeout)."""
     nodes = [n for n in require_gpu_nodes if not taints.untolerated_taints(n)]
     assert nodes, "every GPU node carries a taint GPU pods do not tolerate"
-    if evidence is None:
+    if attachments is None:
         return nodes[0].name
     with_gpus = [n for n in nodes if n.main_resource[1] > 0]
     if not with_gpus:
-        evidence.append(ev.Evidence("gpu-nodes.txt", "\n".join(
+        attachments.append(ev.Evidence("gpu-nodes.txt", "\n".join(
             f"{n.describe_evidence()}; allocatable {n.gpu_resources}" for n in nodes)))
     assert with_gpus, (f"none of {len(nodes)} GPU node(s) has an allocatable GPU resource: "
                        "the device plugin is missing or unhealthy there (a GPU pod would stay "
@@ -50,10 +50,10 @@ def _probe(gpu_env) -> tuple[str, str, Callable[[str], list[str]]]:
 
 @pytest.mark.requirement("STACK-TK-002")
 @pytest.mark.device_nodes
-def test_one_gpu_pod_sees_one_gpu(cluster, namespace, gpu_env, real_gpu_nodes, evidence):
+def test_one_gpu_pod_sees_one_gpu(cluster, namespace, gpu_env, real_gpu_nodes, attachments):
     image, script, seen_in = _probe(gpu_env)
     spec = PodSpec("tk-one", gpus=1, image=image,
-                   node_selector={"kubernetes.io/hostname": _node(real_gpu_nodes, evidence)},
+                   node_selector={"kubernetes.io/hostname": _node(real_gpu_nodes, attachments)},
                    command=["sh", "-c", script])
     r = workloads.run(cluster, namespace, spec, gpu_env.run_id,
                       timeout=workloads.QUICK_RUN_TIMEOUT_S)

@@ -8,8 +8,6 @@ ones already started and raises :class:`ComponentFailed` with the tail of its lo
 
 from __future__ import annotations
 
-import base64
-import json
 import random
 import shutil
 import socket
@@ -19,15 +17,17 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Collection
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from conformance.build import binaries
+from conformance.binaries import binaries
 from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, UsageError
 from conformance.common.processes import log_tail
-from conformance.sim.pki import ClusterPKI
+from conformance.controlplane.kubeconfig import kubeconfig
+from conformance.controlplane.pki import ClusterPKI
+from conformance.controlplane.statefile import STATE_FILE, StateFile
 
 # Each component must answer its health endpoint within this long. The API server is the
 # slowest (it installs its built-in objects and RBAC roles); 60 s leaves room on 2 loaded cores.
@@ -99,7 +99,7 @@ def port_in_use(port: int) -> bool:
 
 
 @dataclass
-class ClusterState:
+class ClusterState(StateFile):
     """What ``up`` wrote: enough for ``down``, ``status`` and restarting one component."""
 
     name: str
@@ -111,6 +111,10 @@ class ClusterState:
     started: float = 0.0
     profile: str | None = None
 
+    @classmethod
+    def root(cls) -> Path:
+        return clusters_dir()
+
     @property
     def kubeconfig(self) -> Path:
         return Path(self.folder) / "kubeconfig"
@@ -118,36 +122,6 @@ class ClusterState:
     @property
     def server(self) -> str:
         return f"https://127.0.0.1:{self.ports['kube-apiserver']}"
-
-    def save(self) -> None:
-        path = Path(self.folder) / "state.json"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2))
-        tmp.replace(path)
-
-    @classmethod
-    def load(cls, name: str) -> ClusterState | None:
-        path = clusters_dir() / name / "state.json"
-        if not path.is_file():
-            return None
-        return cls(**json.loads(path.read_text()))
-
-
-def _kubeconfig(server: str, ca: Path, cert: Path, key: Path, user: str) -> str:
-    def b64(p: Path) -> str:
-        return base64.b64encode(p.read_bytes()).decode()
-
-    doc = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "gpuconf-sim", "cluster": {
-            "server": server, "certificate-authority-data": b64(ca)}}],
-        "users": [{"name": user, "user": {
-            "client-certificate-data": b64(cert), "client-key-data": b64(key)}}],
-        "contexts": [{"name": "gpuconf-sim", "context": {"cluster": "gpuconf-sim", "user": user}}],
-        "current-context": "gpuconf-sim",
-    }
-    return json.dumps(doc, indent=2)  # JSON is valid YAML; client libraries read it as such
 
 
 class ControlPlane:
@@ -257,7 +231,7 @@ class ControlPlane:
             self.stop_component(state, component)
         if keep_logs:
             shutil.rmtree(self.folder / "etcd-data", ignore_errors=True)
-            (self.folder / "state.json").unlink(missing_ok=True)
+            (self.folder / STATE_FILE).unlink(missing_ok=True)
         else:
             shutil.rmtree(self.folder, ignore_errors=True)
         return True
@@ -298,7 +272,8 @@ class ControlPlane:
         for name, (cn, org) in users.items():
             pair = pki.issue(name, cn, org=org, client=True)
             target = self.folder / ("kubeconfig" if name == "admin" else f"{name}.kubeconfig")
-            target.write_text(_kubeconfig(state.server, pki.ca.cert, pair.cert, pair.key, cn))
+            target.write_text(kubeconfig(state.server, pki.ca.cert, cn, cert=pair.cert,
+                                          key=pair.key))
             target.chmod(0o600)
 
     def _argv(self, state: ClusterState, component: str) -> list[str]:

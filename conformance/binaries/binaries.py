@@ -88,7 +88,7 @@ def build(component: str = "all") -> None:
     subprocess.run(["bash", str(BUILD_SCRIPT), component], check=True)
 
 
-# ---- the real node (conformance/build/build-node.sh) -------------------------------------------
+# ---- the real node (conformance/binaries/build-node.sh) ------------------------------------
 NODE_BUILD_SCRIPT = PACKAGE_DIR / "build-node.sh"
 
 
@@ -180,18 +180,10 @@ def require_node(*, mock_nvml: bool = True) -> NodeBinaries:
     if missing:
         raise UsageError(
             f"node binaries missing ({', '.join(missing)}) under {cache_dir() / 'bin'}: run "
-            "`make setup NVIDIA_SRC=DIR` or `bash conformance/build/build-node.sh --nvidia-src "
+            "`make setup NVIDIA_SRC=DIR` or `bash conformance/binaries/build-node.sh --nvidia-src "
             "DIR` (DIR: the upstream NVIDIA sources; needs Go, gcc and libseccomp-dev)"
         )
     return node
-
-
-def build_node(components: list[str] | None = None, *, nvidia_src: str | None = None) -> None:
-    """Build what is missing of the node (minutes on a cold cache)."""
-    argv = ["bash", str(NODE_BUILD_SCRIPT)]
-    if nvidia_src:
-        argv += ["--nvidia-src", nvidia_src]
-    subprocess.run([*argv, *(components or ["all"])], check=True)
 
 
 @dataclass(frozen=True)
@@ -223,6 +215,6 @@ def require_operator() -> OperatorBuild:
     if missing:
         raise UsageError(
             f"the GPU Operator {v} is not built ({', '.join(missing)} missing under "
-            f"{build.folder}): run `bash conformance/build/build-node.sh --nvidia-src DIR "
+            f"{build.folder}): run `bash conformance/binaries/build-node.sh --nvidia-src DIR "
             "gpu-operator` (DIR: the gpu-operator tag's source, as downloaded from GitHub)")
     return build
