@@ -30,7 +30,6 @@ def apply(cluster: Cluster) -> list[str]:
             utils.create_from_dict(cluster.api_client, doc)
         except utils.FailToCreateError as exc:
             if not all(isinstance(e, Conflict) for e in exc.api_exceptions):
-
                 raise
         done.append(f"{doc['kind']}/{doc['metadata']['name']}")
     return done

@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster import rbac
@@ -179,11 +178,22 @@ def test_service_account_may_store_results_only_where_and_as_shipped(sim, sim_cl
 
     results = {"app.kubernetes.io/component": results_store.COMPONENT}
     sa.core.create_namespaced_config_map(job.NAMESPACE, configmap(results), dry_run="All")
+
+    def refused(namespace: str, labels: dict[str, str]) -> ApiException | None:
+        try:
+            sa.core.create_namespaced_config_map(namespace, configmap(labels), dry_run="All")
+        except ApiException as exc:
+            return exc
+        return None
+
+    # A new admission policy is enforced once the API server's informer has it (about a
+    # second; longer on a loaded machine): wait for the first refusal, then hold each one.
+    wait_for("the admission policy to refuse an unlabelled ConfigMap",
+             lambda: refused(job.NAMESPACE, {}), timeout=60, tolerate_api_errors=False)
     for namespace, labels in ((job.NAMESPACE, {}), ("kube-system", results),
                               ("default", results)):
-        with pytest.raises(ApiException) as refused:
-            sa.core.create_namespaced_config_map(namespace, configmap(labels), dry_run="All")
-        assert refused.value.status in (403, 422), (namespace, labels)
+        exc = refused(namespace, labels)
+        assert exc is not None and exc.status in (403, 422), (namespace, labels)
 
 
 def test_fetch_of_an_unknown_job_is_bad_input(sim, tmp_path):

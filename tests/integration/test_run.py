@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import xml.etree.ElementTree as ET
 
@@ -29,6 +31,12 @@ def _env(tmp_path) -> dict:
             "GPUCONF_CACHE": str(binaries.cache_dir())}
 
 
+def _own_sim(output: str) -> str | None:
+    """The sim a run started for itself, as it says (other runs on the host have their own)."""
+    found = re.search(r"starting the local simulated cluster '(run-[0-9a-z]+)'", output)
+    return found.group(1) if found else None
+
+
 def _active_test_namespaces(cluster) -> list[str]:
     """Namespaces of checks still running (a Terminating one may belong to a finished run)."""
     items = cluster.core.list_namespace(label_selector="app.kubernetes.io/managed-by="
@@ -38,12 +46,12 @@ def _active_test_namespaces(cluster) -> list[str]:
 
 def test_run_defaults_to_the_sim_and_writes_results(tmp_path):
     results = tmp_path / "results"
-    before = {p.name for p in clusters_dir().glob("run-*")}
     proc = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--results",
                            str(results)], capture_output=True, text=True, timeout=600,
                           env=_env(tmp_path), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert "starting the local simulated cluster" in proc.stderr
+    own_sim = _own_sim(proc.stderr)
+    assert own_sim, proc.stderr[-2000:]
     assert "gpuconf PASS" in proc.stdout
     doc = json.loads((results / "results.json").read_text())
     assert doc["run"]["target"] == "sim" and doc["summary"]["fail"] == 0
@@ -57,7 +65,7 @@ def test_run_defaults_to_the_sim_and_writes_results(tmp_path):
     html = (results / "report" / "report.html").read_text()
     assert all(r["id"] in html for r in doc["requirements"]), "a requirement is missing"
     assert (results / "report" / "report.md").is_file()
-    assert {p.name for p in clusters_dir().glob("run-*")} == before, "the run's sim was left"
+    assert not (clusters_dir() / own_sim).exists(), f"the run's sim {own_sim} was left"
 
 
 def test_run_with_a_fault_fails_and_names_it(tmp_path):
@@ -75,18 +83,19 @@ def test_interrupted_run_cleans_up_and_keeps_results(tmp_path):
     from conformance.sim import cluster as simcluster
 
     results = tmp_path / "results"
-    before = {p.name for p in clusters_dir().glob("run-*")}
     proc = subprocess.Popen([sys.executable, "-m", "conformance.cli", "run", "--results",
                              str(results), "--keep", "--suite", "scheduling"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env=_env(tmp_path))
+    lines: list[str] = []  # what the run says, read as it goes (its pipe must not fill up)
+    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+    reader.start()
     try:
         deadline = time.monotonic() + 120
         name = cluster = None
         while time.monotonic() < deadline:  # wait until a check has created its namespace
-            new = {p.name for p in clusters_dir().glob("run-*")} - before
-            if new and cluster is None and (clusters_dir() / min(new) / "kubeconfig").exists():
-                name = min(new)
+            name = name or _own_sim("".join(lines))
+            if name and cluster is None and (clusters_dir() / name / "kubeconfig").exists():
                 try:
                     cluster = connect(str(clusters_dir() / name / "kubeconfig"))
                 except Exception:
@@ -100,7 +109,9 @@ def test_interrupted_run_cleans_up_and_keeps_results(tmp_path):
             time.sleep(0.2)
         assert cluster is not None, "the run never created a test namespace"
         proc.send_signal(signal.SIGTERM)
-        out, _ = proc.communicate(timeout=180)
+        proc.wait(timeout=180)
+        reader.join(timeout=10)
+        out = "".join(lines)
         assert proc.returncode == 130, out[-3000:]
         assert leftover_namespaces(cluster) == [], "namespaces left behind after SIGTERM"
         doc = json.loads((results / "results.json").read_text())
@@ -108,5 +119,5 @@ def test_interrupted_run_cleans_up_and_keeps_results(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
-        for leftover in {p.name for p in clusters_dir().glob("run-*")} - before:
-            simcluster.down(leftover, progress=quiet)
+        if name and (clusters_dir() / name).exists():
+            simcluster.down(name, progress=quiet)

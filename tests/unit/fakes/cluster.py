@@ -24,7 +24,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from fakes.harness import FAKES, ROOT
-from kubernetes.client.exceptions import ApiException
+
+from conformance.cluster.client import Conflict, Forbidden
 
 
 @dataclass
@@ -66,7 +67,7 @@ class FakeCluster:
     def create_namespaced_config_map(self, namespace: str, body: dict[str, Any]) -> None:
         key = (namespace, body["metadata"]["name"])
         if key in self.config_maps:
-            raise ApiException(status=409, reason="AlreadyExists")
+            raise Conflict(status=409, reason="AlreadyExists")
         self.config_maps[key] = body
 
     def delete_namespaced_config_map(self, name: str, namespace: str) -> None:
@@ -153,7 +154,7 @@ class FakeCluster:
         conformance.cluster.logs reads it) or text."""
         pod = self.pods[(namespace, name)]
         if not pod.play.logs_readable:
-            raise ApiException(status=403, reason="Forbidden")
+            raise Forbidden(status=403, reason="Forbidden")
         if kw.get("_preload_content", True):
             return pod.out
         return SimpleNamespace(data=pod.out.encode(), release_conn=lambda: None)
