@@ -49,7 +49,10 @@ browser:
 	$(BIN)/pytest tests/browser -q
 
 test: lint  ## lint, unit, browser, integration and node tests (needs `make setup`)
-	$(BIN)/pytest tests -q $(XDIST) --durations=15
+	@start=$$(date +%s); $(BIN)/pytest tests -q $(XDIST) --durations=15 \
+	  --junitxml=.test-times.xml -o junit_family=xunit1; code=$$?; \
+	  $(BIN)/python ci/test_times.py .test-times.xml --wall-seconds $$(( $$(date +%s) - start )) \
+	  || true; exit $$code
 
 test-fast: lint  ## while iterating: unit tests, one sim end to end, one fault, one least-privilege run
 	$(BIN)/pytest -q $(XDIST) $(FAST_LANE)

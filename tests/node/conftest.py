@@ -31,12 +31,11 @@ def _is_node_test(item) -> bool:
 
 
 def pytest_collection_modifyitems(items):
-    # One real node per host: under xdist every node test goes to one worker (loadgroup),
-    # and the node tests come first, so their long group does not start last and end late.
+    # The node tests come first: under xdist their group (one worker: node_env.XDIST_GROUP)
+    # is the longest, and should not start last and end late.
     for item in items:
         if _is_node_test(item):
             item.add_marker(pytest.mark.integration)
-            item.add_marker(pytest.mark.xdist_group("real-node"))
     # stable: the rest keep their order; LAST in that order at the end of the node tests
     items.sort(key=lambda item: (not _is_node_test(item),
                                  LAST.index(item.name) + 1 if item.name in LAST else 0))

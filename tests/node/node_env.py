@@ -7,3 +7,7 @@ import os
 NODE_NAME = f"ntest-{os.getpid()}"
 GPU_PROFILE = "8xH100"
 GPU_COUNT = 8
+# Under xdist (`make test`, --dist loadgroup) every node test runs on one worker: one kubelet
+# per host. Each node test module marks itself with it (a marker added later, in a collection
+# hook, comes too late for xdist's own hook).
+XDIST_GROUP = "real-node"

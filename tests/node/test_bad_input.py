@@ -8,7 +8,9 @@ import pytest
 
 from conformance.common.errors import UsageError
 from conformance.node import host, lifecycle
-from tests.node import hostsnap
+from tests.node import hostsnap, node_env
+
+pytestmark = pytest.mark.xdist_group(node_env.XDIST_GROUP)
 
 NAME = "ntest-bad-input"
 

@@ -8,9 +8,13 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from conformance.node import lifecycle
 from conformance.node.state import nodes_dir
-from tests.node import hostsnap
+from tests.node import hostsnap, node_env
+
+pytestmark = pytest.mark.xdist_group(node_env.XDIST_GROUP)
 
 NAME = "ntest-interrupted"
 WAIT_FOR_KUBELET_S = 120.0

@@ -25,8 +25,10 @@ from conformance.node.configs import CDI_RUN_DIR
 from conformance.node.state import MPS_ROOT
 from conformance.nvidia.gfd_contract import check_gfd_labels
 from conformance.nvidia.sharing import MPS_DAEMON_COMPUTE_MODE
-from tests.node import hostsnap
+from tests.node import hostsnap, node_env
 from tests.node.node_env import GPU_COUNT, NODE_NAME
+
+pytestmark = pytest.mark.xdist_group(node_env.XDIST_GROUP)
 
 POD_TIMEOUT_S = 60.0  # a pod here starts in 1-3 s; a minute covers a loaded CI machine
 

@@ -21,8 +21,10 @@ import pytest
 
 from conformance.cluster.client import connect
 from tests.helpers import assert_fails_exactly, run_suites
-from tests.node import node_faults
+from tests.node import node_env, node_faults
 from tests.node.node_env import GPU_COUNT, NODE_NAME
+
+pytestmark = pytest.mark.xdist_group(node_env.XDIST_GROUP)
 
 SUITES = ("stack", "scheduling", "sharing")
 SUITES_TIMEOUT_S = 600.0
