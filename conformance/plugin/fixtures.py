@@ -11,7 +11,7 @@ from conformance.cluster import evidence as ev
 from conformance.cluster import namespaces, views
 from conformance.cluster.client import Cluster
 from conformance.cluster.locks import held
-from conformance.common.vocab import NOT_APPLICABLE_PREFIX, TARGETS
+from conformance.common.vocab import NOT_APPLICABLE_PREFIX, NOT_RUN_PREFIX, TARGETS
 from conformance.nvidia.clusterpolicy import ClusterPolicy
 from conformance.nvidia.labels import DEPLOY_PREFIX, OPERATOR_SELECTOR
 from conformance.plugin.api import not_applicable, with_real_gpus
@@ -94,12 +94,12 @@ def _requirement_gate(request: pytest.FixtureRequest) -> None:
     allowed = target_marker.args if target_marker else (req.targets if req else TARGETS)
     if env.target not in allowed:
         if needs_gpu and env.target == "sim":
-            pytest.skip(f"needs real GPUs: {env.gpu_source}")  # what the sim's nodes show
+            pytest.skip(f"{NOT_RUN_PREFIX} needs real GPUs: {env.gpu_source}")  # the sim's nodes
         pytest.skip(f"not-applicable: checked on {', '.join(allowed)}, not on {env.target}")
     device_nodes = request.node.get_closest_marker("device_nodes") is not None
     if (needs_gpu and env.target != "local" and not env.real_gpus
             and not (device_nodes and env.target == "node")):
-        pytest.skip(f"needs real GPUs: {env.gpu_source}")
+        pytest.skip(f"{NOT_RUN_PREFIX} needs real GPUs: {env.gpu_source}")
 
 
 def _allure_labels(req: catalog.Requirement) -> None:

@@ -37,7 +37,8 @@ GPUCONF_RESULTS = "gpuconf-results.json"
 REPORT_DIR = "report"
 PACKAGE_PREFIX = "gpu-conformance/"
 # test2json's actions for a finished test, by pytest outcome
-_ACTION = {"passed": "pass", "failed": "fail", "skipped": "skip", "not-applicable": "skip"}
+_ACTION = {"passed": "pass", "failed": "fail", "skipped": "skip", "not-applicable": "skip",
+           "not-run": "skip"}
 _WORD = {"pass": "PASS", "fail": "FAIL", "skip": "SKIP"}
 
 

@@ -25,7 +25,7 @@ SPEC_VERSION = "0.0.0"
 FILENAME = "ctrf-report.json"
 TOOL = "gpu-conformance"
 _STATUS = {"passed": "passed", "failed": "failed", "skipped": "skipped",
-           "not-applicable": "skipped"}
+           "not-applicable": "skipped", "not-run": "skipped"}
 # A fixed namespace: the same run always gets the same report and test IDs.
 _NAMESPACE = uuid.UUID("6f1d1c55-3f0e-4a58-9a39-0b7c1c0f6a21")
 

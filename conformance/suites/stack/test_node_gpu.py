@@ -77,7 +77,7 @@ def _pod_inventories(gpu_env, nodes) -> dict[str, dict]:
 def inventories(gpu_env, request) -> dict[str, dict]:
     # Module fixtures are set up before the per-test requirement gate: check the target here.
     if gpu_env.target != "local" and not gpu_env.real_gpus:  # the sim, the mock NVML's node
-        pytest.skip(f"needs real GPUs: {gpu_env.gpu_source}")
+        not_run(f"needs real GPUs: {gpu_env.gpu_source}")
     if gpu_env.target == "local":
         return _local_inventory(gpu_env)
     nodes = request.getfixturevalue("gpu_nodes")
