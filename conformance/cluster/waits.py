@@ -10,11 +10,16 @@ timeout name what is missing). Nothing else in the suite polls the cluster with 
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 from kubernetes.client.exceptions import ApiException
+
+from conformance.common.errors import ComponentFailed
+from conformance.common.processes import log_tail
 
 T = TypeVar("T")
 
@@ -160,3 +165,25 @@ def wait_until_done(
         raise error(f"{description}: not done within {timeout:.0f}s "
                     f"({last or 'nothing checked yet'})")
     return time.monotonic() - t0
+
+
+def wait_for_process(component: str, proc: subprocess.Popen, log_path: Path,
+                     ready: Callable[[], bool], *, timeout: float, what: str,
+                     progress: Callable[[str], None] | None = None,
+                     interval: float = 0.2) -> float:
+    """Until a process this run started is ``what`` (``ready``: healthy, answering, ...); the
+    seconds it took. The process exiting meanwhile, or the timeout, raises ComponentFailed with
+    the tail of its log: a component that cannot start says why at once."""
+    def alive() -> None:
+        code = proc.poll()
+        if code is not None:
+            raise ComponentFailed(component, f"exited with status {code}", log_tail(log_path))
+
+    try:
+        return wait_until_done(f"{component} to be {what}",
+                               lambda: None if ready() else f"{component} not {what} yet",
+                               timeout=timeout, interval=interval, progress=progress,
+                               alive=alive, tolerate_api_errors=False)
+    except WaitTimeout:
+        raise ComponentFailed(component, f"not {what} within {timeout:.0f}s",
+                              log_tail(log_path)) from None

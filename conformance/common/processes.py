@@ -12,10 +12,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
-
-from conformance.common.errors import ComponentFailed
 
 STOP_GRACE_S = 10.0  # SIGTERM first, SIGKILL after this long
 KILL_WAIT_S = 5.0  # after SIGKILL: the kernel frees a process in milliseconds; a stuck D-state
@@ -86,29 +83,6 @@ def spawn(argv: list[str], log_path: Path, *, env: dict[str, str] | None = None
         return subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True,
                                 env=None if env is None else {**os.environ, **env})
-
-
-def wait_until(component: str, proc: subprocess.Popen, log_path: Path, ready: Callable[[], bool],
-               *, timeout: float, what: str, progress: Callable[[str], None] | None = None,
-               interval: float = 0.2) -> None:
-    """Poll ``ready`` until it holds; the process exiting or the timeout raises ComponentFailed
-    with the tail of its log. A progress line every 5 s when ``progress`` is given."""
-    t0 = time.monotonic()
-    next_note = t0 + 5.0
-    while True:
-        code = proc.poll()
-        if code is not None:
-            raise ComponentFailed(component, f"exited with status {code}", log_tail(log_path))
-        if ready():
-            return
-        now = time.monotonic()
-        if now - t0 > timeout:
-            raise ComponentFailed(component, f"not {what} within {timeout:.0f}s",
-                                  log_tail(log_path))
-        if progress is not None and now >= next_note:
-            progress(f"waiting for {component} to be {what} ({now - t0:.0f}s)")
-            next_note = now + 5.0
-        time.sleep(interval)
 
 
 def _wait_gone(pid: int, seconds: float, interval: float) -> None:

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from conformance.binaries import binaries
+from conformance.cluster.waits import wait_for_process
 from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, UsageError
-from conformance.common.processes import log_tail
 from conformance.controlplane.kubeconfig import kubeconfig
 from conformance.controlplane.pki import ClusterPKI
 from conformance.controlplane.statefile import STATE_FILE, StateFile
@@ -364,16 +364,7 @@ class ControlPlane:
 
     def _wait_healthy(self, state: ClusterState, component: str, proc: subprocess.Popen,
                       log_path: Path) -> None:
-        deadline = time.monotonic() + COMPONENT_READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            code = proc.poll()
-            if code is not None:
-                raise ComponentFailed(component, f"exited with status {code}",
-                                      log_tail(log_path))
-            if self._health_check(state, component):
-                return
-            time.sleep(0.2)
-        raise ComponentFailed(component,
-                              f"not healthy within {COMPONENT_READY_TIMEOUT_S:.0f}s",
-                              log_tail(log_path))
+        wait_for_process(component, proc, log_path,
+                         lambda: self._health_check(state, component),
+                         timeout=COMPONENT_READY_TIMEOUT_S, what="healthy")
 

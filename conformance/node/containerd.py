@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from conformance.binaries import binaries
+from conformance.cluster.waits import wait_for_process
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed
 from conformance.common.processes import log_tail
@@ -50,7 +51,7 @@ def start(state: NodeState, f: host.HostFacts, nb: binaries.NodeBinaries,
     proc = procs.start(state, "containerd",
                        [str(nb.containerd), f"--config={p.containerd_config}",
                         "--log-level=info"], env=env)
-    procs.wait_until("containerd", proc, state.logs / "containerd.log",
+    wait_for_process("containerd", proc, state.logs / "containerd.log",
                      lambda: ctr(state, nb, "version", timeout=5, check=False) == 0,
                      timeout=CONTAINERD_READY_TIMEOUT_S, progress=progress, what="answering")
     progress(f"containerd ready in {time.monotonic() - t0:.1f}s")

@@ -29,7 +29,7 @@ from pathlib import Path
 from conformance.binaries import binaries
 from conformance.cluster import rollout
 from conformance.cluster.client import connect
-from conformance.cluster.waits import wait_until_done
+from conformance.cluster.waits import wait_for_process, wait_until_done
 from conformance.common import interrupts
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
@@ -502,7 +502,7 @@ def _join(state: NodeState, cp: ClusterState, nb: binaries.NodeBinaries,
         sys.executable, "-m", "conformance.node.relay", f"{KUBERNETES_SERVICE_IP}:443",
         f"127.0.0.1:{cp.ports['kube-apiserver']}"], env={"PYTHONPATH": os.pathsep.join(
             p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")) if p)})
-    procs.wait_until("relay", relay, state.logs / "relay.log",
+    wait_for_process("relay", relay, state.logs / "relay.log",
                      lambda: _accepts(KUBERNETES_SERVICE_IP, 443),
                      timeout=10, progress=progress, what="listening")
 

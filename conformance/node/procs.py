@@ -14,12 +14,10 @@ from conformance.common.processes import (
     runs,
     spawn,
     stop,
-    wait_until,
 )
 from conformance.node.state import NodeState
 
-__all__ = ["kill_all", "log_tail", "pid_alive", "pids_running", "reap", "runs", "start", "stop",
-           "wait_until"]
+__all__ = ["kill_all", "log_tail", "pid_alive", "pids_running", "reap", "runs", "start", "stop"]
 
 
 def start(state: NodeState, component: str, argv: list[str], *,
