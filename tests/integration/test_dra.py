@@ -71,7 +71,8 @@ def test_dra_checks_are_not_applicable_without_the_driver(sim, sim_state, tmp_pa
     sim_state("healthy")
     _code, doc, _out = run_suites(sim.kubeconfig, tmp_path, "dra")
     rows = [r for r in doc["requirements"] if r["id"] in DRA_IDS]
-    assert {r["verdict"] for r in rows} <= {"not-applicable", "skip"}, [
+    # never a pass or a fail: not applicable, or not run where a check needs real GPUs
+    assert {r["verdict"] for r in rows} <= {"not-applicable", "skip", "not-run"}, [
         (r["id"], r["verdict"]) for r in rows]
     api = next(r for r in rows if r["id"] == "DRA-API-001")
     assert "no NVIDIA DRA driver" in api["message"] and "resource.k8s.io/v1 is served" in (
