@@ -5,11 +5,12 @@ BIN    := $(VENV)/bin
 
 .PHONY: setup run test test-fast collected-ids lint unit integration browser bench clean
 
-# The project's tests wait on clusters more than they compute: on the 2-core machine six
-# xdist workers (each with its own sim) keep both cores busy (measured: 4 workers ran 3.9x
-# the summed test time of one, 12.0 min). loadgroup keeps the tests that share one host-wide
-# thing on one worker (the real node; the default sims of `gpuconf run`).
-WORKERS ?= 6
+# The project's tests wait on clusters more than they compute: on the 2-core machine four
+# xdist workers (each with its own sim) keep both cores busy. Measured in fresh-clone CI runs:
+# 4 workers 12.0 min (3.9x the summed test time of one worker), 6 workers 13.0 min (both
+# cores saturated: more workers only add contention). loadgroup keeps the tests that share
+# one host-wide thing on one worker (the real node; the default sims of `gpuconf run`).
+WORKERS ?= 4
 XDIST   := -n $(WORKERS) --dist loadgroup
 # The fast lane: every unit test, one sim end to end, one fault caught, one least-privilege run.
 FAST_LANE := tests/unit \
