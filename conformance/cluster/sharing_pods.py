@@ -40,7 +40,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.checks import shared_gpu
 from conformance.checks.gpu_nodes import GpuNode
-from conformance.cluster import kernel_pods, pods, workloads
+from conformance.cluster import allocation, kernel_pods, pods, workloads
 from conformance.cluster.client import Cluster
 from conformance.cluster.namespaces import run_labels
 from gpu_kernels import analysis, interference, kernels, latency, podcopy
@@ -103,8 +103,9 @@ class NotRun(Exception):
 
 # ---- placing and starting the pods -----------------------------------------------------------
 def free_units(cluster: Cluster, nodes: list[GpuNode]) -> dict[str, dict[str, int]]:
+    """Free units per node and GPU resource: allocation's rule, over one list of the pods."""
     used = pods.gpus_in_use_by_node(cluster)
-    return {n.name: {r: v - used.get(n.name, {}).get(r, 0) for r, v in n.gpu_resources.items()}
+    return {n.name: {r: allocation.free_units(cluster, n, r, used) for r in n.gpu_resources}
             for n in nodes}
 
 
