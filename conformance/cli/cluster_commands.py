@@ -25,8 +25,7 @@ def cmd_rbac(args) -> int:
         return EXIT_OK
     cluster = _connect(args)
     if args.action == "apply":
-        for item in rbac.apply(cluster):
-            say(f"applied {item}")
+        rbac.apply(cluster, say)
         return EXIT_OK
     path = rbac.service_account_kubeconfig(cluster, Path(args.output))
     say(f"wrote {path}: run `gpuconf run --kubeconfig {path}` as gpuconf-system/gpuconf")

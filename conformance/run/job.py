@@ -168,8 +168,7 @@ def _policy_current(cluster: Cluster, progress: Progress) -> None:
 
 
 def create_job(cluster: Cluster, spec: JobSpec, progress: Progress) -> dict[str, Any]:
-    for item in rbac.apply(cluster):
-        progress(f"applied {item}")
+    rbac.apply(cluster, progress)
     _policy_current(cluster, progress)
     batch = client.BatchV1Api(cluster.api_client)
     try:

@@ -17,7 +17,10 @@ SUITES = ("stack", "scheduling", "sharing")
 
 @pytest.fixture(scope="module")
 def sa_kubeconfig(sim, sim_cluster, tmp_path_factory):
-    rbac.apply(sim_cluster)
+    said: list[str] = []
+    rbac.apply(sim_cluster, said.append)
+    # apply returns once the API server enforces the policy (it loads it a moment later)
+    assert said[-1] == "policy in force: a Pod outside its namespaces is refused", said
     return rbac.service_account_kubeconfig(sim_cluster, tmp_path_factory.mktemp("sa") / "kc")
 
 
