@@ -283,6 +283,16 @@ def pod_vs_process_block(rows: Sequence[measure.PodVsProcess]) -> str:
               "aggregate rates.</p>")
 
 
+def latency_pod_vs_process_block(rows: Sequence[measure.LatencyPodVsProcess]) -> str:
+    if not rows:
+        return ""
+    return ("<h4>Tail latency: sharers in pods against sharers in one pod</h4>"
+            + text_table(*tables.latency_pod_vs_process_table(rows))
+            + '<p class="small muted">The latency client beside S sharers, each sharer a pod '
+              "holding one unit of the client's GPU, against the same sharers as processes "
+              "in one pod (the control): pods / processes, and their ratio.</p>")
+
+
 def isolation_block(findings: Sequence[measure.Isolation]) -> str:
     if not findings:
         return ""
@@ -331,6 +341,7 @@ def measurements_block(measurements: Mapping[str, Any], target: str | None) -> s
             + interference_block(measure.interference(measurements))
             + pod_vs_process_block(measure.pod_vs_process(measurements))
             + tail_latency_block(measure.tail_latency(measurements))
+            + latency_pod_vs_process_block(measure.latency_pod_vs_process(measurements))
             + isolation_block(measure.isolation(measurements))
             + latency_block(measure.scheduling_latency(measurements))
             + other_block(measure.other_families(measurements)))

@@ -131,6 +131,10 @@ def measurement_lines(measurements: Mapping[str, Any], h: str) -> list[str]:
     for exp in measure.tail_latency(measurements):
         lines += [f"{h}# Tail latency under sharing", "",
                   *table(*tables.tail_latency_table(exp.curves)), "", exp.finding, ""]
+    latency_versus = measure.latency_pod_vs_process(measurements)
+    if latency_versus:
+        lines += [f"{h}# Tail latency: sharers in pods against sharers in one pod", "",
+                  *table(*tables.latency_pod_vs_process_table(latency_versus))]
     findings = measure.isolation(measurements)
     if findings:
         lines += [f"{h}# Isolation findings", "", *table(*tables.isolation_table(findings))]

@@ -259,7 +259,7 @@ def pod_vs_process(measurements: Mapping[str, Any]) -> list[PodVsProcess]:
     rows = []
     for obj in as_list(measurements.get("pod_vs_process")):
         if not isinstance(obj, Mapping) or obj.get("experiment", "interference") != "interference":
-            continue  # SHARE-LAT-001's rows (p50/p99/p99.9 per S) are in its tail_latency doc
+            continue  # SHARE-LAT-001's rows: latency_pod_vs_process
         for p in as_list(obj.get("points")):
             if isinstance(p, Mapping):
                 rows.append(PodVsProcess(
@@ -267,6 +267,38 @@ def pod_vs_process(measurements: Mapping[str, Any]) -> list[PodVsProcess]:
                     str(obj.get("node") or ""), int(num(p.get("copies")) or 0),
                     str(p.get("unit") or ""), num(p.get("pod_aggregate")),
                     num(p.get("process_aggregate")), num(p.get("ratio"))))
+    return rows
+
+
+@dataclass(frozen=True)
+class LatencyPodVsProcess:
+    """Per S sharers: the latency client's percentiles with the sharers in pods against the
+    same sharers as processes in one pod (SHARE-LAT-001's control), microseconds."""
+
+    mode: str
+    node: str
+    sharers: int
+    pods: dict[str, float | None]       # p50, p99, p999
+    processes: dict[str, float | None]
+    ratios: dict[str, float | None]
+
+
+LATENCY_PERCENTILES = ("p50", "p99", "p999")
+
+
+def latency_pod_vs_process(measurements: Mapping[str, Any]) -> list[LatencyPodVsProcess]:
+    rows = []
+    for obj in as_list(measurements.get("pod_vs_process")):
+        if not isinstance(obj, Mapping) or obj.get("experiment") != "latency":
+            continue
+        for p in as_list(obj.get("points")):
+            if isinstance(p, Mapping):
+                rows.append(LatencyPodVsProcess(
+                    str(obj.get("mode") or ""), str(obj.get("node") or ""),
+                    int(num(p.get("sharers")) or 0),
+                    {k: num(p.get(f"pod_{k}")) for k in LATENCY_PERCENTILES},
+                    {k: num(p.get(f"process_{k}")) for k in LATENCY_PERCENTILES},
+                    {k: num(p.get(f"{k}_ratio")) for k in LATENCY_PERCENTILES}))
     return rows
 
 

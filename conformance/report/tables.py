@@ -6,7 +6,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from conformance.report import fmt
-from conformance.report.measure import Isolation, Kernel, PodVsProcess, Series
+from conformance.report.measure import (
+    LATENCY_PERCENTILES,
+    Isolation,
+    Kernel,
+    LatencyPodVsProcess,
+    PodVsProcess,
+    Series,
+)
 
 DASH = "\u2013"  # en dash for ranges
 TIMES = "\u00d7"  # multiplication sign for "N x slower"
@@ -71,6 +78,18 @@ def pod_vs_process_table(rows: Sequence[PodVsProcess]) -> Table:
             [[r.kernel, r.mode, r.node, str(r.copies),
               f"{fmt.number(r.pods)} {r.unit}".strip(),
               f"{fmt.number(r.processes)} {r.unit}".strip(), fmt.ratio(r.ratio, 3)]
+             for r in rows])
+
+
+def latency_pod_vs_process_table(rows: Sequence[LatencyPodVsProcess]) -> Table:
+    """Per S: each percentile as pods / processes in ms, and the ratio."""
+    def cell(r: LatencyPodVsProcess, k: str) -> str:
+        ms = [None if v is None else v / 1000 for v in (r.pods[k], r.processes[k])]
+        return (f"{fmt.number(ms[0])} / {fmt.number(ms[1])} ms "
+                f"({fmt.ratio(r.ratios[k], 3)})")
+    return (["Pods", "Node", "S", "p50 pods / processes", "p99 pods / processes",
+             "p99.9 pods / processes"],
+            [[r.mode, r.node, str(r.sharers), *(cell(r, k) for k in LATENCY_PERCENTILES)]
              for r in rows])
 
 

@@ -92,3 +92,22 @@ def test_the_latency_pods_against_processes_are_no_aggregate_rows() -> None:
                     "points": [{"copies": 2, "pod_aggregate": 3.0, "ratio": 0.9967}]}
     rows = measure.pod_vs_process({"pod_vs_process": [latency, interference]})
     assert [(r.kernel, r.copies) for r in rows] == [("membw", 2)]
+
+
+def test_the_latency_pods_against_processes_have_their_own_table() -> None:
+    """SHARE-LAT-001: per S, each percentile of pods and processes in ms, and the ratio."""
+    from conformance.report import html_report, markdown_report
+
+    latency = {"experiment": "latency", "kernel": "infer", "mode": "time-sliced pods",
+               "node": "h100", "points": [{"sharers": 2, "unit": "us", "pod_p50": 400.0,
+                                           "process_p50": 400.0, "p50_ratio": 1.0,
+                                           "pod_p99": 808.0, "process_p99": 800.0,
+                                           "p99_ratio": 1.01, "pod_p999": None,
+                                           "process_p999": 900.0, "p999_ratio": None}]}
+    measurements = {"pod_vs_process": [latency]}
+    rows = measure.latency_pod_vs_process(measurements)
+    assert [(r.sharers, r.ratios["p99"]) for r in rows] == [(2, 1.01)]
+    text = "\n".join(markdown_report.measurement_lines(measurements, "##"))
+    assert "sharers in pods against sharers in one pod" in text
+    assert "0.808 / 0.800 ms (1.010)" in text and "— / 0.900 ms (—)" in text, text
+    assert "1.010" in html_report.latency_pod_vs_process_block(rows)
