@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 from pathlib import Path
 
 from conformance.cluster.namespaces import leftover_namespaces
@@ -17,6 +16,7 @@ from conformance.options import Options
 from conformance.run.plan import RunPlan
 from conformance.sim import profiles
 from conformance.sim.faults import Fault
+from tests import forkserver
 
 REPO = Path(__file__).resolve().parents[1]
 # the integration tests' sim: one per pytest process (each xdist worker has its own)
@@ -29,14 +29,14 @@ DRA_PROFILES = tuple(p for p, prof in profiles.PROFILES.items()
 
 def run_suites(kubeconfig: Path, results: Path, *paths: str, extra: list[str] | None = None,
                timeout: float = 300, target: str = "sim") -> tuple[int, dict, str]:
-    """Run suites (``stack`` or ``stack/test_x.py``) in a child pytest built by the run plan,
-    against a cluster already up; returns (exit code, results.json, output)."""
+    """Run suites (``stack`` or ``stack/test_x.py``) in a child pytest built by the run plan
+    (forked from :mod:`tests.forkserver`), against a cluster already up; returns (exit code,
+    results.json, output)."""
     plan = RunPlan(Options(results=str(results)))
     cmd = plan.pytest_command(target=target, kubeconfig=str(kubeconfig), paths=list(paths))
-    proc = subprocess.run([*cmd, *(extra or [])], capture_output=True, text=True,
-                          timeout=timeout)
+    proc = forkserver.run([*cmd, *(extra or [])], timeout=timeout)
     doc = json.loads((results / "results.json").read_text())
-    return proc.returncode, doc, proc.stdout + proc.stderr
+    return proc.returncode, doc, proc.stdout
 
 
 def verdicts(doc: dict, verdict: str) -> set[str]:

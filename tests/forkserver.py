@@ -1,0 +1,143 @@
+"""Child pytest runs for the tests, forked from a server that imported the heavy libraries once.
+
+The integration and node tests run the suites in a child pytest (the run plan's command)
+about a hundred times in ``make test``. Each child spent ~2.2 s of CPU before its first check
+(measured: a run that deselects every test), half of it importing kubernetes, pytest,
+cryptography and YAML; on the 2-core machine that CPU is the tests' wall time. Here one
+server per test process imports them once and forks a child per run: the child is the same
+``pytest.main`` over the same arguments, in its own process, with the caller's working
+directory and environment, its output in a file.
+
+Not preloaded: this project's modules and the pytest plugins' (xdist, allure-pytest,
+pytest-kind). Pytest rewrites the asserts of modules of distributions that register plugins;
+a module imported before the child's pytest starts would keep its plain asserts and warn.
+
+Where the server cannot reproduce the command (another interpreter, another PYTHONPATH),
+:func:`run` runs it as a subprocess, as before.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PRELOAD = ("pytest", "kubernetes.client", "kubernetes.config", "kubernetes.watch", "urllib3",
+           "yaml", "cryptography.x509", "cryptography.hazmat.primitives.asymmetric.rsa",
+           "allure_commons", "execnet", "pluggy")
+# What the server's interpreter fixed when it started: a command that needs other values
+# runs as a subprocess.
+INTERPRETER_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE")
+
+
+class Server:
+    """One fork server (a child process of this one) and its request pipe."""
+
+    def __init__(self) -> None:
+        self.env = {k: os.environ.get(k) for k in INTERPRETER_ENV}
+        self.proc = subprocess.Popen([sys.executable, "-m", "tests.forkserver"], cwd=REPO,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                     bufsize=1)
+        self.lock = threading.Lock()
+
+    def serves(self, cmd: list[str]) -> bool:
+        return (self.proc.poll() is None and cmd[:3] == [sys.executable, "-m", "pytest"]
+                and all(os.environ.get(k) == v for k, v in self.env.items()))
+
+    def _reply(self, timeout: float | None) -> dict | None:
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError("the fork server exited")
+        return json.loads(line)
+
+    def run(self, cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+        with self.lock, tempfile.NamedTemporaryFile("r", prefix="forked-pytest-",
+                                                    suffix=".log") as out:
+            request = {"argv": cmd[3:], "cwd": os.getcwd(), "env": dict(os.environ),
+                       "output": out.name}
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            pid = self._reply(30)["pid"]
+            done = self._reply(timeout)
+            if done is None:
+                os.kill(pid, signal.SIGKILL)
+                self._reply(None)
+                raise subprocess.TimeoutExpired(cmd, timeout, output=out.read())
+            return subprocess.CompletedProcess(cmd, done["rc"], out.read(), "")
+
+
+_server: Server | None = None
+
+
+def run(cmd: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """``subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)`` for a child
+    pytest (stdout and stderr together in ``stdout``), forked where the server can."""
+    global _server
+    if _server is None or _server.proc.poll() is not None:
+        _server = Server()
+    if not _server.serves(cmd):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        return subprocess.CompletedProcess(cmd, proc.returncode, proc.stdout + proc.stderr, "")
+    return _server.run(cmd, timeout)
+
+
+# ---- the server ---------------------------------------------------------------------------
+def _child(request: dict) -> None:
+    """In the forked child: become the child pytest of ``request``; never returns."""
+    code = 70
+    try:
+        fd = os.open(request["output"], os.O_WRONLY | os.O_TRUNC)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        import pytest
+
+        sys.argv = [sys.executable, *request["argv"]]
+        code = int(pytest.main(request["argv"]))
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve() -> None:
+    import importlib
+
+    for name in PRELOAD:
+        importlib.import_module(name)
+    for line in sys.stdin:
+        request = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(request)
+        print(json.dumps({"pid": pid}), flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(json.dumps({"rc": os.waitstatus_to_exitcode(status)}), flush=True)
+
+
+if __name__ == "__main__":
+    serve()
