@@ -15,9 +15,11 @@ showed: its free memory is the limit less its context, and allocations beyond th
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import os
+import shutil
 import tempfile
 import time
 import weakref
@@ -47,7 +49,10 @@ from numpy import (  # noqa: F401  (re-exported like CuPy's names)
 )
 
 __version__ = "0.0.0-fake"
-_DIR = os.environ.setdefault("FAKE_CUPY_DIR", tempfile.mkdtemp(prefix="fake-cupy-"))
+if "FAKE_CUPY_DIR" not in os.environ:  # the first process of a run: its copies inherit it
+    os.environ["FAKE_CUPY_DIR"] = tempfile.mkdtemp(prefix="fake-cupy-")
+    atexit.register(shutil.rmtree, os.environ["FAKE_CUPY_DIR"], True)
+_DIR = os.environ["FAKE_CUPY_DIR"]
 _TOTAL = int(os.environ.get("FAKE_CUPY_TOTAL", str(16 * 2**30)))
 _KERNEL_S = float(os.environ.get("FAKE_CUPY_KERNEL_S", "0.002"))
 _DEVICES = int(os.environ.get("FAKE_CUPY_DEVICES", "1"))
