@@ -241,7 +241,9 @@ def image_entries(doc: dict, busybox: Path) -> list[Entry]:
     bases = doc.get("base_sites") or [doc.get("base_site")]
     extra = [p for p in dict.fromkeys([*doc.get("site", []), *found_on])
              if p not in (*bases, doc["stdlib"], doc["platstdlib"])]
-    for base in bases if extra else []:
+    # and in the venv's own site-packages too: a pod whose PATH finds the venv's python3
+    # (sys.executable, which the kernels' worker processes run) reads only that one
+    for base in dict.fromkeys([*bases, *doc.get("site", [])]) if extra else []:
         if base:
             entries.append(Entry(f"{base}/gpuconf-workload-image.pth",
                                  data="".join(f"{p}\n" for p in extra).encode(), mode=0o644))

@@ -65,6 +65,24 @@ def test_a_venvs_python_stays_a_venv_in_the_image(tmp_path, monkeypatch):
     assert pth.data.decode().split() == doc["site"]
 
 
+def test_a_module_outside_the_site_folders_is_found_by_the_venvs_python_too(tmp_path,
+                                                                            monkeypatch):
+    """The dry run's CuPy stand-in (on PYTHONPATH, in no site folder): the kernels' worker
+    processes run sys.executable, the venv's python3, which reads only the venv's .pth files."""
+    from conformance.node import images
+    monkeypatch.setattr(images, "glibc_entries", lambda _paths: [])
+    monkeypatch.setattr(images, "busybox_entries", lambda _bb: [])
+    doc = _venv(tmp_path)
+    stand_in = tmp_path / "fakes" / "cupy"
+    stand_in.mkdir(parents=True)
+    (stand_in / "__init__.py").write_text("")
+    doc["module_dirs"] = [str(stand_in)]
+    entries = {e.path: e for e in image_entries(doc, tmp_path / "busybox")}
+    for site in (doc["base_sites"][0], doc["site"][0]):
+        pth = entries[f"{site}/gpuconf-workload-image.pth"].data.decode().split()
+        assert str(tmp_path / "fakes") in pth, site
+
+
 def test_the_cuda_headers_cupy_compiles_against_go_into_the_image(tmp_path, monkeypatch):
     """On the H200 every kernel pod failed with "Failed to find CUDA headers": CuPy's NVRTC
     compiles against the nvidia-* wheels' include folder, which no import names."""
