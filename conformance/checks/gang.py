@@ -78,28 +78,37 @@ class GangChoice:
         return cls(mechanism, queue or None)
 
 
+@dataclass(frozen=True)
+class Decision:
+    """The mechanism to drive, or why none: ``applicable`` False when the cluster offers no
+    gang scheduler at all (the checks are not-applicable), True when it offers one these checks
+    cannot use (they are not run)."""
+
+    mechanism: str | None
+    reason: str = ""
+    applicable: bool = True
+
+
 def choose_mechanism(detected: list[str], choice: GangChoice | None,
-                     served: Mapping[str, Collection[str]]) -> tuple[str | None, str]:
-    """(the mechanism to drive, "") or (None, why not: starts with "not-applicable" when the
-    cluster offers none, else it is a reason the check is not run)."""
+                     served: Mapping[str, Collection[str]]) -> Decision:
     if choice is not None:
         if choice.mechanism not in detected:
             group, resource = MECHANISMS[choice.mechanism]
-            return None, (f"--gang-queue names {choice.mechanism}, but the cluster serves no "
-                          f"{resource} in API group {group}")
+            return Decision(None, f"--gang-queue names {choice.mechanism}, but the cluster "
+                                  f"serves no {resource} in API group {group}")
         detected = [choice.mechanism]
     if not detected:
         jobset = (f"; JobSet ({JOBSET_GROUP}) is served, but it places no gang by itself"
                   if JOBSET_GROUP in served else "")
-        return None, ("not-applicable: no gang scheduler: the cluster serves none of Kueue "
-                      "(kueue.x-k8s.io ClusterQueue), Volcano (scheduling.volcano.sh), "
-                      "coscheduling (scheduling.x-k8s.io PodGroup) or the Workload API "
-                      f"(scheduling.k8s.io PodGroup){jobset}")
+        return Decision(None, "no gang scheduler: the cluster serves none of Kueue "
+                              "(kueue.x-k8s.io ClusterQueue), Volcano (scheduling.volcano.sh), "
+                              "coscheduling (scheduling.x-k8s.io PodGroup) or the Workload API "
+                              f"(scheduling.k8s.io PodGroup){jobset}", applicable=False)
     driven = [m for m in detected if m in DRIVEN]
     if driven:
-        return driven[0], ""
-    return None, (f"found {', '.join(detected)}: these checks drive a gang through Kueue only "
-                  "so far")
+        return Decision(driven[0])
+    return Decision(None, f"found {', '.join(detected)}: these checks drive a gang through "
+                          "Kueue only so far")
 
 
 # --- Kueue ClusterQueues --------------------------------------------------------------------

@@ -187,7 +187,8 @@ def wait_placed(cluster: Cluster, job: GangJob, where: str, *,
                 running: bool = False) -> GangState:
     """Until ``where`` (the queue) admits the Job, then until all its pods are placed on nodes
     (``running``: Running at once); each wait names the last state on timeout."""
-    wait_gang(cluster, job, f"{where} to admit {job.name} ({job.size} one-GPU pods)",
+    what = f"{job.size} one-GPU pod" + ("s" if job.size > 1 else "")
+    wait_gang(cluster, job, f"{where} to admit {job.name} ({what})",
               lambda s: not s.suspended, GANG_ADMIT_TIMEOUT_S)
     return wait_gang(cluster, job, f"all {job.size} pods of {job.name} to be "
                      + ("Running" if running else "placed on nodes"),

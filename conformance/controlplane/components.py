@@ -170,17 +170,18 @@ class ControlPlane:
         state.save()
         try:
             for component in COMPONENTS:
-                self._start_on_a_free_port(state, component, apiserver_port is not None,
-                                           progress)
+                self.start_on_a_free_port(state, component, apiserver_port is not None,
+                                          progress)
         except BaseException:
             progress("start failed: stopping the components already started")
             self.down(progress=lambda _msg: None, keep_logs=True)
             raise
         return state
 
-    def _start_on_a_free_port(self, state: ClusterState, component: str, port_fixed: bool,
-                              progress: Progress) -> None:
-        """Start ``component``; when its port was taken meanwhile, pick another and retry."""
+    def start_on_a_free_port(self, state: ClusterState, component: str, port_fixed: bool,
+                             progress: Progress) -> None:
+        """Start ``component``; when its port was taken meanwhile, pick another and retry (a
+        component started later, as Kueue by a profile, too)."""
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
                 self.start_component(state, component, progress=progress)

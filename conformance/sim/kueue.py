@@ -118,7 +118,7 @@ def ensure_process(state: ClusterState, sim_state: SimState, progress: Progress)
     plane = ControlPlane(state.name)
     if want and (pid is None or not processes.pid_alive(pid)):
         state.binaries[kueue_process.COMPONENT] = str(binaries.require_kueue().manager)
-        plane.start_component(state, kueue_process.COMPONENT, progress=progress)
+        plane.start_on_a_free_port(state, kueue_process.COMPONENT, False, progress)
     elif not want and pid is not None:
         progress("stopping kueue")
         plane.stop_component(state, kueue_process.COMPONENT)

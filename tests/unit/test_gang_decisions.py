@@ -28,22 +28,23 @@ def test_detect_names_the_mechanisms_by_their_api(served, found):
 
 
 def test_no_mechanism_is_not_applicable_and_says_what_was_looked_for():
-    mechanism, why = gang.choose_mechanism([], None, {"jobset.x-k8s.io": {"jobsets"}})
-    assert mechanism is None
-    assert why.startswith("not-applicable: no gang scheduler")
-    assert "Kueue" in why and "Volcano" in why and "JobSet" in why
+    decision = gang.choose_mechanism([], None, {"jobset.x-k8s.io": {"jobsets"}})
+    assert decision.mechanism is None and not decision.applicable
+    assert decision.reason.startswith("no gang scheduler")
+    assert all(w in decision.reason for w in ("Kueue", "Volcano", "Workload API", "JobSet"))
 
 
 def test_kueue_is_driven_and_others_are_not_run_with_the_reason():
-    assert gang.choose_mechanism(["volcano", "kueue"], None, {}) == ("kueue", "")
-    mechanism, why = gang.choose_mechanism(["volcano"], None, {})
-    assert mechanism is None and not why.startswith("not-applicable")
-    assert "volcano" in why and "Kueue only" in why
+    assert gang.choose_mechanism(["volcano", "kueue"], None, {}) == gang.Decision("kueue")
+    decision = gang.choose_mechanism(["volcano"], None, {})
+    assert decision.mechanism is None and decision.applicable
+    assert "volcano" in decision.reason and "Kueue only" in decision.reason
 
 
 def test_an_option_naming_a_mechanism_the_cluster_lacks_is_a_reason():
-    mechanism, why = gang.choose_mechanism(["volcano"], GangChoice("kueue"), {})
-    assert mechanism is None and "kueue.x-k8s.io" in why
+    decision = gang.choose_mechanism(["volcano"], GangChoice("kueue"), {})
+    assert decision.mechanism is None and decision.applicable
+    assert "kueue.x-k8s.io" in decision.reason
 
 
 @pytest.mark.parametrize("text, parsed", [(None, None), ("", None), ("kueue", GangChoice("kueue")),

@@ -49,11 +49,9 @@ def gang_queue(request, cluster, namespace, gpu_env, attachments) -> Queue:
         choice = gang.GangChoice.parse(gpu_env.options.gang_queue)
     except ValueError as exc:
         not_run(str(exc))
-    mechanism, why = gang.choose_mechanism(gang.detect(served), choice, served)
-    if mechanism is None:
-        if why.startswith("not-applicable: "):
-            not_applicable(why.removeprefix("not-applicable: "))
-        not_run(why)
+    decision = gang.choose_mechanism(gang.detect(served), choice, served)
+    if decision.mechanism is None:
+        (not_run if decision.applicable else not_applicable)(decision.reason)
     labels = cluster.core.read_namespace(namespace).metadata.labels or {}
     queue, why = gang.choose_queue(gangs.cluster_queues(cluster),
                                    choice.queue if choice else None, labels)
