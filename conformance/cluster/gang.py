@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -34,10 +35,10 @@ GANG_ADMIT_TIMEOUT_S = 30.0
 # The scheduler binds an admitted Job's pods in seconds, but a real cluster pulls the image
 # before they run: two minutes (the sim: seconds).
 GANG_RUNNING_TIMEOUT_S = 120.0
-# How long a gang that does not fit is watched for a partial placement. Kueue decides at once,
-# and a quota that lets the gang in over the nodes' capacity shows its first pods Running within
-# seconds (scheduler + kubelet; KWOK: a second): 15 s is many times that, and keeps the check
-# short.
+# How long a gang that does not fit is watched for a partial placement at least (the watch
+# also lasts until Kueue has decided on it: watch_no_partial). Kueue decides in a second, and a
+# quota that lets the gang in over the nodes' capacity shows its first pods placed within
+# seconds: 15 s is many times that, and keeps the check short.
 NO_PARTIAL_WATCH_S = 15.0
 QUEUE_SETTLE_S = 15.0  # Kueue updates a ClusterQueue's usage within a second or two
 GANG_DONE_TIMEOUT_S = 180.0  # from Running to every pod Succeeded: GANG_RUN_S plus slack
@@ -212,18 +213,43 @@ def kueue_view(cluster: Cluster, namespace: str, cluster_queue: str) -> str:
         return f"(Kueue objects unavailable: {exc.status} {exc.reason})"
 
 
-def watch_none_started(cluster: Cluster, job: GangJob, seconds: float) -> GangState:
-    """Watch the gang for ``seconds``: its state as soon as any pod of it is placed on a node,
-    else its state at the end (none placed)."""
-    seen: list[GangState] = []
+def held_reason(cluster: Cluster, job: GangJob) -> str | None:
+    """Why Kueue keeps the Job's Workload waiting (its QuotaReserved=False message), once it
+    has evaluated it; None before that, or once it is admitted."""
+    items = cluster.custom.list_namespaced_custom_object(
+        gang.KUEUE_GROUP, gang.KUEUE_VERSION, job.namespace, "workloads").get("items") or []
+    for item in items:
+        if any(o.get("name") == job.name for o in item["metadata"].get("ownerReferences") or []):
+            for cond in (item.get("status") or {}).get("conditions") or []:
+                if cond["type"] == "QuotaReserved" and cond["status"] == "False":
+                    return cond.get("message") or cond.get("reason") or "pending"
+    return None
+
+
+def watch_no_partial(cluster: Cluster, job: GangJob, seconds: float) -> tuple[GangState, str]:
+    """Watch a gang that does not fit until the queue has decided on it: (its state, Kueue's
+    reason for holding it). Done as soon as any of its pods is placed (a partial gang), or
+    once Kueue holds it with a reason and ``seconds`` have passed since it was queued. A fixed
+    watch alone would miss a slow admission on a loaded cluster: a gang admitted late is
+    still watched until its pods are placed."""
+    t0 = time.monotonic()
+    seen: list[tuple[GangState, str]] = []
 
     def pending() -> str | None:
         now = state(cluster, job)
-        seen[:] = [now]
-        return None if now.bound else "none of its pods placed (as it must be)"
+        held = held_reason(cluster, job) if now.suspended else None
+        seen[:] = [(now, held or "")]
+        if now.bound:
+            return None
+        if held and time.monotonic() - t0 >= seconds:
+            return None
+        if now.suspended:
+            return f"held by the queue: {held}" if held else "not yet evaluated by the queue"
+        return "admitted: waiting for its pods to be placed"
 
-    # a timeout is the good case: nothing was placed in the whole watch
+    # a timeout with nothing placed (never evaluated, or admitted and never placed) is judged
+    # by the caller from the state: no pod was placed
     with contextlib.suppress(WaitTimeout):
-        wait_until_done(f"any pod of gang {job.name} to be placed (it must not be)", pending,
-                        timeout=seconds, interval=0.5)
+        wait_until_done(f"Kueue to decide on gang {job.name} (hold it whole, or place it)",
+                        pending, timeout=GANG_RUNNING_TIMEOUT_S, interval=0.5)
     return seen[-1]

@@ -5,8 +5,8 @@ Checklist (the gang: a Job of N one-GPU pods, N = 4 or fewer where fewer GPUs ar
 to the gang scheduler; ``--gang-queue`` picks the scheduler and queue):
 - SCHED-GANG-001 the gang is admitted whole: all N pods are placed, then all N Succeed
 - SCHED-GANG-002 blockers through the same queue leave room for N-1 GPUs: the gang places none
-  of its pods within 15 s (no partial placement); once the blockers are deleted it is placed
-  whole
+  of its pods (no partial placement) until the queue has decided on it and 15 s have passed;
+  once the blockers are deleted it is placed whole
 
 Both are not-applicable where the cluster offers no gang scheduler, and not run (with the
 reason) where it offers one these checks cannot drive yet (``checks/gang.py`` says which).
@@ -102,7 +102,7 @@ def test_gang_that_does_not_fit_places_nothing(request, cluster, namespace, gpu_
     job = gangs.submit(cluster, namespace, gang_queue.local, "gang", plan.size, gpu_env.run_id,
                        image=gpu_env.options.cuda_image)
     request.addfinalizer(lambda: gangs.delete(cluster, job))
-    seen = gangs.watch_none_started(cluster, job, gangs.NO_PARTIAL_WATCH_S)
+    seen, held = gangs.watch_no_partial(cluster, job, gangs.NO_PARTIAL_WATCH_S)
     assert seen.bound == 0, (
         f"partial gang: {gang_queue.where} let {seen.bound} of the {plan.size} pods of gang "
         f"{job.name} be placed with room for {plan.size - 1} ({seen}): a gang scheduler "
@@ -115,4 +115,5 @@ def test_gang_that_does_not_fit_places_nothing(request, cluster, namespace, gpu_
                              f"once room was freed: {exc}") from None
     finding(request, f"{gang_queue.where} held a gang of {plan.size} back for "
                      f"{gangs.NO_PARTIAL_WATCH_S:.0f}s with room for {plan.size - 1} (no pod "
-                     "placed), then placed it whole once room was freed")
+                     f"placed; Kueue: {held or 'not evaluated'}), then placed it whole once "
+                     "room was freed")
