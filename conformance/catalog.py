@@ -201,6 +201,16 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        needs_gpu=True, severity="critical", cncf=("secure_accelerator_access",)),
     _r("SCHED-LAT-001", "Scheduling latency of GPU pods is measured (created -> bound)",
        "scheduling", "scheduler", "scheduler load or API server latency", severity="info"),
+    _r("SCHED-GANG-001", "A gang of one-GPU pods is admitted whole: all its pods run at once "
+       "and complete", "scheduling", "gang-scheduler",
+       "gang never admitted: the gang scheduler's controller (Kueue: kueue-controller-manager) "
+       "is down, or its queue (ClusterQueue) is stopped or out of nvidia.com/gpu quota",
+       severity="critical", cncf=("gang_scheduling",)),
+    _r("SCHED-GANG-002", "A gang that does not fit places none of its pods, and all of them "
+       "once room is freed", "scheduling", "gang-scheduler",
+       "partial gang: a queue whose quota exceeds the GPUs the nodes have (Kueue admits by "
+       "quota, the scheduler places what fits; waitForPodsReady off), or a gang scheduler "
+       "that does not hold back a gang that does not fit", cncf=("gang_scheduling",)),
     # --- sharing -------------------------------------------------------------------------
     _r("SHARE-CFG-001", "The device plugin sharing config is valid", "sharing", "device-plugin",
        "device plugin sharing ConfigMap: invalid time-slicing/MPS config",

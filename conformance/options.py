@@ -97,6 +97,10 @@ class Options:
     burn_seconds: int = _option(60, type=int, metavar="S",
                                 help="length of the burn-in at the power limit on real GPUs "
                                      "(STACK-BURN-001; default 60)")
+    gang_queue: str | None = _option(
+        metavar="MECHANISM[:QUEUE]", help="the gang scheduler the gang checks (SCHED-GANG-*) "
+        "drive, and its queue: kueue:CLUSTERQUEUE (default: the one gang scheduler found, and "
+        "its ClusterQueue with the most nvidia.com/gpu quota open to the run's namespaces)")
     # --- images of the pods on real GPUs ----------------------------------------------------
     cuda_image: str = _option(DEFAULT_CUDA_IMAGE, metavar="IMAGE",
                               help=f"image of the nvidia-smi pods (default {DEFAULT_CUDA_IMAGE})")

@@ -67,6 +67,32 @@ def locate() -> Binaries:
     )
 
 
+@dataclass(frozen=True)
+class KueueBuild:
+    """Kueue's manager and the CRDs of its module (build-controlplane.sh kueue)."""
+
+    folder: Path
+    version: str
+
+    @property
+    def manager(self) -> Path:
+        return self.folder / "kueue"
+
+    @property
+    def crds(self) -> list[Path]:
+        return sorted((self.folder / "crds").glob("*.yaml"))
+
+
+def require_kueue() -> KueueBuild:
+    """Kueue's build, or a usage error that names the build step."""
+    v = read_versions()["KUEUE_VERSION"]
+    build = KueueBuild(cache_dir() / "bin" / f"kueue-{v}", v)
+    if not (build.manager.is_file() and build.crds):
+        raise UsageError(f"Kueue {v} is not built (under {build.folder}): run `make setup` or "
+                         "`gpuconf sim build kueue` (needs the Go toolchain)")
+    return build
+
+
 def require() -> Binaries:
     """The binaries, or a usage error that names the fix."""
     bins = locate()

@@ -5,6 +5,7 @@
 #   etcd                                                      (go.etcd.io/etcd/server/v3)
 #   kwok                                                      (sigs.k8s.io/kwok/cmd/kwok)
 #   helm                                                      (helm.sh/helm/v3/cmd/helm)
+#   kueue, with its CRDs under crds/                          (sigs.k8s.io/kueue/cmd/kueue)
 #
 # Each component lands in $GPUCONF_CACHE/bin/<component>-<version>/ and is rebuilt only
 # when missing; the Kubernetes commands with the wrapper-module recipe of lib.sh.
@@ -32,6 +33,32 @@ build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
   rm -rf "$mod"
 }
 
+# build_kueue: Kueue's manager and the CRDs it needs (config/components/crd/bases of its module).
+# One upstream line is changed: with internal cert management off (the sim serves Kueue's
+# webhooks with certificates of its own CA), v0.17.0 reads its metrics certificate from the fixed
+# path /etc/kueue/metrics/certs and exits when it is missing; the copy of cmd/kueue/main.go
+# (a single file of package main, no internal imports) built here reads KUEUE_METRICS_CERT_DIR
+# first, so a sim needs no root. Everything else is the module as published.
+build_kueue() {
+  local v="$KUEUE_VERSION" dest="$bin_root/kueue-$KUEUE_VERSION" pin='metricsCertPath := "/etc/kueue/metrics/certs"'
+  if built "$dest" kueue crds; then log "kueue $v: cached at $dest"; return; fi
+  local mod="$work/kueue-$v" src
+  rm -rf "$mod" && mkdir -p "$mod/out/crds" && cd "$mod"
+  log "kueue $v: resolving sigs.k8s.io/kueue@$v"
+  printf 'module local/kueuebin\n\ngo 1.26.0\n' > go.mod
+  src=$(module_dir "sigs.k8s.io/kueue@$v")
+  grep -qF "$pin" "$src/cmd/kueue/main.go" || die "kueue $v: cmd/kueue/main.go no longer has the line this build changes ($pin): revisit build_kueue"
+  sed "s|$pin|metricsCertPath := os.Getenv(\"KUEUE_METRICS_CERT_DIR\"); if metricsCertPath == \"\" { metricsCertPath = \"/etc/kueue/metrics/certs\" }|" \
+    "$src/cmd/kueue/main.go" > main.go
+  go get "sigs.k8s.io/kueue@$v"
+  log "kueue $v: compiling sigs.k8s.io/kueue/cmd/kueue (slow on a cold cache)"
+  go build -trimpath -ldflags "-s -w" -o out/kueue .
+  cp "$src"/config/components/crd/bases/*.yaml out/crds/
+  chmod -R u+w out
+  finish "$mod/out" "$dest"
+  rm -rf "$mod"
+}
+
 start=$(date +%s)
 only="${1:-all}"
 case "$only" in
@@ -39,7 +66,8 @@ case "$only" in
   all|etcd) build_simple etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;&
   all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok ;;&
   all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm ;;&
-  all|kubernetes|etcd|kwok|helm) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm]" >&2; exit 2 ;;
+  all|kueue) build_kueue ;;&
+  all|kubernetes|etcd|kwok|helm|kueue) ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"

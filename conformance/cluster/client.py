@@ -100,6 +100,7 @@ class Cluster:
             self._sibling(_retry_policy(LOG_RETRY_TOTAL, LOG_RETRY_STATUSES)))
         self.probe = client.VersionApi(self._sibling(_retry_policy(PROBE_RETRY_TOTAL)))
         self.apps = client.AppsV1Api(self.api_client)
+        self.batch = client.BatchV1Api(self.api_client)
         self.custom = client.CustomObjectsApi(self.api_client)
         self.rbac = client.RbacAuthorizationV1Api(self.api_client)
         self.version = client.VersionApi(self.api_client)

@@ -25,6 +25,7 @@ from conformance.cluster.waits import wait_for_process
 from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, UsageError
+from conformance.controlplane import kueue
 from conformance.controlplane.kubeconfig import kubeconfig
 from conformance.controlplane.pki import ClusterPKI
 from conformance.controlplane.statefile import STATE_FILE, StateFile
@@ -33,7 +34,9 @@ from conformance.controlplane.statefile import STATE_FILE, StateFile
 # slowest (it installs its built-in objects and RBAC roles); 60 s leaves room on 2 loaded cores.
 COMPONENT_READY_TIMEOUT_S = 60.0
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-PORT_NAMES = (*COMPONENTS, "etcd-peer")  # a component's extra ports are named "<component>-..."
+# a component's extra ports are named "<component>-..."; Kueue's are picked with the others
+# (cheap) and used by the profiles that run it (conformance/sim/kueue.py starts it)
+PORT_NAMES = (*COMPONENTS, "etcd-peer", *kueue.PORT_NAMES)
 # A component's port is picked seconds before it listens. The kernel numbers outgoing
 # connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
 # kwok fail with "address already in use"); ports just below that range are only taken by
@@ -167,17 +170,18 @@ class ControlPlane:
         state.save()
         try:
             for component in COMPONENTS:
-                self._start_on_a_free_port(state, component, apiserver_port is not None,
-                                           progress)
+                self.start_on_a_free_port(state, component, apiserver_port is not None,
+                                          progress)
         except BaseException:
             progress("start failed: stopping the components already started")
             self.down(progress=lambda _msg: None, keep_logs=True)
             raise
         return state
 
-    def _start_on_a_free_port(self, state: ClusterState, component: str, port_fixed: bool,
-                              progress: Progress) -> None:
-        """Start ``component``; when its port was taken meanwhile, pick another and retry."""
+    def start_on_a_free_port(self, state: ClusterState, component: str, port_fixed: bool,
+                             progress: Progress) -> None:
+        """Start ``component``; when its port was taken meanwhile, pick another and retry (a
+        component started later, as Kueue by a profile, too)."""
         for attempt in range(1, PORT_ATTEMPTS + 1):
             try:
                 self.start_component(state, component, progress=progress)
@@ -202,7 +206,8 @@ class ControlPlane:
         log_path = Path(state.folder) / "logs" / f"{component}.log"
         progress(f"starting {component}")
         t0 = time.monotonic()
-        proc = processes.spawn(argv, log_path)
+        proc = processes.spawn(argv, log_path, env=(kueue.env(Path(state.folder))
+                                                    if component == kueue.COMPONENT else None))
         state.pids[component] = proc.pid
         state.save()
         self._wait_healthy(state, component, proc, log_path)
@@ -268,7 +273,9 @@ class ControlPlane:
             "controller-manager": ("system:kube-controller-manager", None),
             "scheduler": ("system:kube-scheduler", None),
             "kwok": ("gpuconf-kwok", "system:masters"),
+            kueue.COMPONENT: (kueue.USER, "system:masters"),
         }
+        pki.issue(kueue.WEBHOOK_CERT, kueue.USER, server=True, hosts=("127.0.0.1", "localhost"))
         for name, (cn, org) in users.items():
             pair = pki.issue(name, cn, org=org, client=True)
             target = self.folder / ("kubeconfig" if name == "admin" else f"{name}.kubeconfig")
@@ -331,6 +338,8 @@ class ControlPlane:
                     # KWOK postpones a node's heartbeat whenever the node object changes (each
                     # fault the stand-in writes); simulated nodes must not age out meanwhile.
                     "--node-monitor-grace-period=3600s"]
+        if component == kueue.COMPONENT:
+            return kueue.argv(binary, f, p)
         if component == "kwok":
             return [binary, f"--kubeconfig={f / 'kwok.kubeconfig'}",
                     f"--config={Path(__file__).with_name('kwok-stages.yaml')}",
@@ -346,6 +355,8 @@ class ControlPlane:
             url, ctx = f"http://127.0.0.1:{p['etcd']}/health", None
         elif component == "kwok":
             url, ctx = f"http://127.0.0.1:{p['kwok']}/healthz", None
+        elif component == kueue.COMPONENT:
+            url, ctx = kueue.ready_url(p), None
         else:
             port = p[component]
             url = f"https://127.0.0.1:{port}/" + ("readyz" if component == "kube-apiserver"

@@ -177,6 +177,23 @@ FAULTS: tuple[Fault, ...] = (
           profile="heterogeneous",
           fails={"SCHED-PLACE-003"},
           word="nodeSelector"),
+    # --- gang scheduling: Kueue (sim/kueue.py plays them) -------------------------------------
+    Fault("gang-quota-overcommitted",
+          "the Kueue ClusterQueue's nvidia.com/gpu quota is twice the GPUs the nodes have "
+          "(waitForPodsReady off)",
+          "a distributed job is admitted when its pods do not all fit: some run, the rest stay "
+          "Pending while the running ones hold their GPUs and wait for them",
+          "partial gang -> the ClusterQueue's nominalQuota against the nodes' GPUs (and Kueue's "
+          "waitForPodsReady)", profile="gang-kueue",
+          fails={"SCHED-GANG-002"},
+          word="partial gang"),
+    Fault("gang-controller-down",
+          "Kueue's controller manager is not running; its CRDs and ClusterQueue are still there",
+          "every Job queued to Kueue stays suspended: no distributed job starts",
+          "gang not admitted -> kueue-controller-manager (its pod, logs and webhook "
+          "certificates)", profile="gang-kueue",
+          fails={"SCHED-GANG-001", "SCHED-GANG-002"},
+          word="Kueue"),
     Fault("standin-ignores-changes",
           "the operator stand-in stops reconciling ClusterPolicy and node-label changes",
           "a ClusterPolicy change never reaches the operands",

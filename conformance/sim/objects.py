@@ -75,19 +75,28 @@ def delete_daemonsets(cluster: Cluster, ns: str, selector: str, *,
 def ensure_crd(cluster: Cluster, name: str, document: Callable[[], dict], what: str) -> bool:
     """Install the CRD ``name`` (``document()``) unless the cluster has it, and wait until it is
     established; ``what`` names it in the wait. True when it was installed here."""
-    if read_or_none(cluster.apiext.read_custom_resource_definition, name) is not None:
-        return False
+    return bool(ensure_crds(cluster, {name: document}, what))
 
-    with already_done(Conflict):
-        cluster.apiext.create_custom_resource_definition(document())
+
+def ensure_crds(cluster: Cluster, documents: dict[str, Callable[[], dict]],
+                what: str) -> list[str]:
+    """Install each CRD (name -> its document) the cluster lacks, all at once, then wait until
+    every one is established (one wait, not one per CRD); the names installed here."""
+    missing = [name for name in documents
+               if read_or_none(cluster.apiext.read_custom_resource_definition, name) is None]
+    for name in missing:
+        with already_done(Conflict):
+            cluster.apiext.create_custom_resource_definition(documents[name]())
 
     def established() -> bool:
-        crd = cluster.apiext.read_custom_resource_definition(name)
-        return any(c.type == "Established" and c.status == "True"
-                   for c in (crd.status.conditions or []))
+        return all(any(c.type == "Established" and c.status == "True" for c in (
+            cluster.apiext.read_custom_resource_definition(name).status.conditions or []))
+            for name in missing)
 
-    wait_for(f"the {what} CRD to be established", established, timeout=CRD_READY_TIMEOUT_S)
-    return True
+    if missing:
+        wait_for(f"the {what} CRD{'s' if len(missing) > 1 else ''} to be established",
+                 established, timeout=CRD_READY_TIMEOUT_S)
+    return missing
 
 
 def crd_document(chart: str | None, filename: str, builtin: Path) -> dict:

@@ -70,6 +70,7 @@ ALLOCATIONS = ("device-plugin", "dra")
 
 OPERATOR_STACK = "gpu-operator"  # the GPU Operator with a ClusterPolicy
 STACKS = (OPERATOR_STACK, "device-plugin-chart", "gpu-cluster")
+GANG_SCHEDULERS = (None, "kueue")
 
 
 @dataclass(frozen=True)
@@ -235,8 +236,14 @@ class Profile:
     # plugin Helm chart with GFD and NFD and no operator (nvidia.device_plugin_chart), or the
     # GPU Operator's GPUCluster (the DRA stack, sim/gpucluster.py).
     stack: str = OPERATOR_STACK
+    # Who places gangs all-or-nothing: None (nobody), or "kueue" (Kueue's manager runs as a
+    # process of the control plane, with one ClusterQueue: sim/kueue.py).
+    gang: str | None = None
 
     def __post_init__(self) -> None:
+        if self.gang not in GANG_SCHEDULERS:
+            raise ValueError(f"profile {self.name!r}: gang {self.gang!r} is not one of "
+                             f"{GANG_SCHEDULERS}")
         if not self.groups:
             raise ValueError(f"profile {self.name!r} has no node groups")
         if self.stack not in STACKS:
@@ -379,6 +386,9 @@ def _profiles() -> dict[str, Profile]:
                 "config.map", (gpu_group("h100", 2, H100, 2, mig_strategy="none", sharing=ts4,
                                          **_A3_2G), cpu_group()),
                 stack="device-plugin-chart"),
+        Profile("gang-kueue", "Kueue v0.17.0 places gangs all-or-nothing: one ClusterQueue "
+                "with quota for the 4 GPUs of 2 x 2 H100",
+                (gpu_group("h100", 2, H100, 2, **_A3_2G), cpu_group()), gang="kueue"),
         # --- DRA: the NVIDIA DRA driver (gpu.nvidia.com) hands out the GPUs (sim/dra.py) ---
         Profile("dra", "DRA only: 1 x 8 A100-40GB (compute 8.0) and 2 x 8 H100 (9.0) publish "
                 "gpu.nvidia.com pools; no nvidia.com/gpu in their capacity",

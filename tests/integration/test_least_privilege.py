@@ -34,6 +34,15 @@ def test_whole_suite_runs_as_the_service_account_without_403(sa_kubeconfig, sim_
     assert len(verdicts(doc, "pass")) >= 20
 
 
+def test_gang_checks_run_as_the_service_account(sa_kubeconfig, sim_state, tmp_path):
+    """Jobs and a LocalQueue in its own namespace, the platform's ClusterQueue read only."""
+    sim_state("gang-kueue")
+    code, doc, out = run_suites(sa_kubeconfig, tmp_path, "scheduling/test_gang.py")
+    assert "403" not in out and "Forbidden" not in out, out[-3000:]
+    assert verdicts(doc, "pass") >= {"SCHED-GANG-001", "SCHED-GANG-002"} and code == 0, \
+        out[-3000:]
+
+
 def test_service_account_cannot_read_secrets(sa_kubeconfig):
     cluster = connect(str(sa_kubeconfig))
     with pytest.raises(ApiException) as refused:

@@ -3,11 +3,13 @@ the API (read through the API server, never from the stand-in's own variables)."
 
 from __future__ import annotations
 
+import datetime
 import time
 
 import pytest
 
 from conformance.checks import gfd_consistency
+from conformance.checks.gang import KUEUE_GROUP, KUEUE_VERSION
 from conformance.cluster.views import list_gpu_nodes, read_cluster_policy, read_operator_view
 from conformance.nvidia import gfd_contract
 from conformance.nvidia import labels as L
@@ -96,6 +98,9 @@ SYMPTOMS = {
     "standin-ignores-changes": lambda c: c.core.read_namespaced_config_map(
         "gpuconf-sim-standin", "kube-system").data["state.json"].count(
         "standin-ignores-changes") == 1,
+    "gang-quota-overcommitted": lambda c: _gpu_quota(c) > sum(
+        n.gpu_resources.get(L.GPU_RESOURCE, 0) for n in list_gpu_nodes(c)),
+    "gang-controller-down": lambda c: _local_queue_never_active(c),
     **DRA_SYMPTOMS,
 }
 
@@ -104,6 +109,47 @@ def _crashlooping(c, app: str) -> bool:
     return any((s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff")
                for p in _view(c).pods_by_app.get(app, [])
                for s in (p.status.container_statuses or []))
+
+
+def _kueue_served(c) -> bool:
+    from conformance.cluster import gang as gangs
+
+    return "clusterqueues" in gangs.served(c).get(KUEUE_GROUP, set())
+
+
+def _gpu_quota(c) -> int:
+    """The sim's ClusterQueue's nvidia.com/gpu quota (0 without Kueue)."""
+    from conformance.cluster import gang as gangs
+
+    return sum(q.gpu_quota for q in gangs.cluster_queues(c)) if _kueue_served(c) else 0
+
+
+def _local_queue_never_active(c) -> bool:
+    """A LocalQueue made in ``default`` is still not Active 5 s on: no Kueue reconciles it.
+
+    Probes Kueue made Active earlier (before the fault stopped it) keep that status; they are
+    ignored, and one probe Kueue has not seen is made whenever none is there."""
+    if not _kueue_served(c):
+        return False
+    label = "gpuconf.io/symptom-probe"
+
+    def active(queue: dict) -> bool:
+        return any(cond["type"] == "Active" and cond["status"] == "True"
+                   for cond in (queue.get("status") or {}).get("conditions") or [])
+
+    probes = [q for q in c.custom.list_namespaced_custom_object(
+        KUEUE_GROUP, KUEUE_VERSION, "default", "localqueues", label_selector=label)["items"]
+        if not active(q)]
+    if not probes:
+        c.custom.create_namespaced_custom_object(
+            KUEUE_GROUP, KUEUE_VERSION, "default", "localqueues",
+            {"apiVersion": f"{KUEUE_GROUP}/{KUEUE_VERSION}", "kind": "LocalQueue",
+             "metadata": {"generateName": "symptom-probe-", "labels": {label: "true"}},
+             "spec": {"clusterQueue": "gpuconf-gpus"}})
+        return False
+    now = datetime.datetime.now(datetime.UTC)
+    return any(now - datetime.datetime.fromisoformat(q["metadata"]["creationTimestamp"])
+               > datetime.timedelta(seconds=5) for q in probes)
 
 
 def _fractional_pod_admitted(c) -> bool:
