@@ -47,7 +47,7 @@ log = logging.getLogger("gpuconf.standin.dra")
 
 # A plugin pod on every DRA node of a 500-node profile: bounded like the operands' rollout.
 ROLLOUT_BASE_S, ROLLOUT_PER_NODE_S = 60.0, 0.5
-LOOP_PERIOD_S = 5.0  # the loop ticks every second; listing 500 slices every 5 s is enough
+LOOP_PERIOD_S = 5.0  # the loop may pass every second; listing 500 slices every 5 s is enough
 
 _last_pass = 0.0
 
