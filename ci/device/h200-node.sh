@@ -85,12 +85,20 @@ stage_left() {  # stage_left NAME: 0 when the stage's files are all there, uncha
   [[ "$(cat "$CACHE/bin/.$1.archive" 2>/dev/null)" == "$(sha256sum < "$STAGE/$1.tar.xz")" ]]
 }
 
-install_site() {  # the wheels this image lacks, and the project's pytest entry point
+install_site() {  # the wheels this image lacks (split over calls: .whl/1 with stage, .whl/2
+  # with the next, as 64 MiB a call cannot carry stage 1 and all of them), and the project's
+  # pytest entry point; done once the suite's imports work
   if [[ -f "$SITE/.installed" ]]; then return 0; fi
   mkdir -p "$SITE"
-  if compgen -G "$WHEELS/*.whl" >/dev/null; then
+  local wheels
+  mapfile -t wheels < <(find "$WHEELS" -name '*.whl' 2>/dev/null)
+  if (( ${#wheels[@]} )); then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
-      --target "$SITE" "$WHEELS"/*.whl || return 1
+      --target "$SITE" "${wheels[@]}" || return 1
+  fi
+  if ! "$PY" -c 'import kubernetes.client, pydantic, pytest, xdist, allure_pytest, yaml, cryptography' 2>/dev/null; then
+    say "the suite's Python packages are not all here yet (carry the rest of .whl/ next)"
+    return 1
   fi
   if "$PY" -c 'import importlib.metadata as m; m.distribution("gpu-conformance")' 2>/dev/null
   then touch "$SITE/.installed"; return 0; fi  # installed already (a dry run's venv)
@@ -234,7 +242,7 @@ stage)
   say "stage 1: $(ls -la $STAGE/*.tar.xz 2>/dev/null | awk '{print $5, $9}' | tr '\n' ' ')"
   fingerprint
   unpack "$STAGE/stage1.tar.xz" || { say "stage 1 did not unpack"; exit 1; }
-  install_site || { say "the wheels did not install"; exit 1; }
+  install_site || say "the wheels are not complete yet: the next call carries the rest"
   ls -la "$CACHE/bin" > "$OUT/stage1-left.txt"
   say "stage 1 done: call 'run' now (the machine stays warm ~30 s)"
   ;;
@@ -265,7 +273,7 @@ run)
   ;;
 sliced)
   stage_left stage1 || { say "the binaries are gone: stage, then run (or sliced) at once"; exit 2; }
-  install_site
+  install_site || { say "the wheels did not install (carry .whl/2)"; exit 1; }
   stage_left stage2 || unpack "$STAGE/stage2.tar.xz" || { say "stage 2 did not unpack (carry it)"; exit 1; }
   node_up || { say "node up failed"; save_node_logs; exit 1; }
   ref=$(workload_image) || { say "no workload image"; exit 1; }
@@ -286,7 +294,7 @@ stage2)
 operator)
   stage_left stage1 && stage_left stage2 \
     || { say "the binaries are gone: stage, stage2, then operator at once"; exit 2; }
-  install_site
+  install_site || { say "the wheels did not install"; exit 1; }
   stage_left operator || unpack "$STAGE/operator.tar.xz" || { say "the operator did not unpack (carry .stage/operator.tar.xz)"; exit 1; }
   node_up || { say "node up failed"; save_node_logs; exit 1; }
   [[ -n ${NO_WORKLOAD_IMAGE:-} ]] || ref=$(workload_image) || say "no workload image"
