@@ -91,7 +91,7 @@ install_site() {  # the wheels this image lacks (split over calls: .whl/1 with s
   if [[ -f "$SITE/.installed" ]]; then return 0; fi
   mkdir -p "$SITE"
   local wheels
-  mapfile -t wheels < <(find "$WHEELS" -name '*.whl' 2>/dev/null)
+  mapfile -t wheels < <(find "$WHEELS" -type f -name '*.whl' 2>/dev/null)
   if (( ${#wheels[@]} )); then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target "$SITE" "${wheels[@]}" || return 1
