@@ -4,7 +4,9 @@
 # of binaries: two solid xz archives (ci/device/stage-node.sh makes them) of < 45 MiB each.
 #
 #   stage   call 1: unpack .stage/stage1.tar.xz into the binary cache, install the Python
-#           wheels (.whl) into /tmp/site, write a manifest (what stage 1 left, with checksums)
+#           wheels it carries (.whl/1) into /tmp/site, write a manifest (what stage 1 left,
+#           with checksums); the next call carries the rest of the wheels (.whl/2): 64 MiB a
+#           call does not hold stage 1 and all of them (reports/evidence/README.md)
 #   run     call 2 (at once: the machine stays ~30 s): verify what stage 1 left (one line
 #           saying it is gone otherwise), unpack stage 2, bring the node up on the real driver
 #           (/usr/local/nvidia, devices in /), build the CuPy workload image from this host's
