@@ -32,6 +32,9 @@ from conformance.nvidia.labels import GPU_RESOURCE
 # Kueue admits a Workload (unsuspends its Job) in well under a second when its quota is free;
 # 30 s is ample on a busy 2-core sim and says "not admitted" long before the pods' own wait.
 GANG_ADMIT_TIMEOUT_S = 30.0
+# Kueue's Job reconciler makes a Job's Workload at once (well under a second here); none
+# after this long means no Kueue controller handles the Job, whatever the quota says.
+WORKLOAD_MADE_S = 10.0
 # The scheduler binds an admitted Job's pods in seconds, but a real cluster pulls the image
 # before they run: two minutes (the sim: seconds).
 GANG_RUNNING_TIMEOUT_S = 120.0
@@ -189,6 +192,7 @@ def wait_placed(cluster: Cluster, job: GangJob, where: str, *,
     """Until ``where`` (the queue) admits the Job, then until all its pods are placed on nodes
     (``running``: Running at once); each wait names the last state on timeout."""
     what = f"{job.size} one-GPU pod" + ("s" if job.size > 1 else "")
+    require_workload(cluster, job)
     wait_gang(cluster, job, f"{where} to admit {job.name} ({what})",
               lambda s: not s.suspended, GANG_ADMIT_TIMEOUT_S)
     return wait_gang(cluster, job, f"all {job.size} pods of {job.name} to be "
@@ -213,16 +217,35 @@ def kueue_view(cluster: Cluster, namespace: str, cluster_queue: str) -> str:
         return f"(Kueue objects unavailable: {exc.status} {exc.reason})"
 
 
+def workload(cluster: Cluster, job: GangJob) -> dict | None:
+    """The Workload Kueue made for the Job (owned by it), or None while there is none."""
+    items = cluster.custom.list_namespaced_custom_object(
+        gang.KUEUE_GROUP, gang.KUEUE_VERSION, job.namespace, "workloads").get("items") or []
+    return next((item for item in items
+                 if any(o.get("kind") == "Job" and o.get("name") == job.name
+                        for o in item["metadata"].get("ownerReferences") or [])), None)
+
+
+def require_workload(cluster: Cluster, job: GangJob) -> None:
+    """Until Kueue has made the Job's Workload; an AssertionError naming Kueue's controller
+    when it has not within WORKLOAD_MADE_S (no admission wait can end otherwise)."""
+    try:
+        wait_for(f"Kueue to make a Workload for Job {job.name}",
+                 lambda: workload(cluster, job) is not None, timeout=WORKLOAD_MADE_S)
+    except WaitTimeout:
+        raise AssertionError(
+            f"gang not admitted: Kueue made no Workload for Job {job.name} within "
+            f"{WORKLOAD_MADE_S:.0f}s: its controller manager is not running, or does not "
+            f"manage namespace {job.namespace}") from None
+
+
 def held_reason(cluster: Cluster, job: GangJob) -> str | None:
     """Why Kueue keeps the Job's Workload waiting (its QuotaReserved=False message), once it
     has evaluated it; None before that, or once it is admitted."""
-    items = cluster.custom.list_namespaced_custom_object(
-        gang.KUEUE_GROUP, gang.KUEUE_VERSION, job.namespace, "workloads").get("items") or []
-    for item in items:
-        if any(o.get("name") == job.name for o in item["metadata"].get("ownerReferences") or []):
-            for cond in (item.get("status") or {}).get("conditions") or []:
-                if cond["type"] == "QuotaReserved" and cond["status"] == "False":
-                    return cond.get("message") or cond.get("reason") or "pending"
+    item = workload(cluster, job)
+    for cond in ((item or {}).get("status") or {}).get("conditions") or []:
+        if cond["type"] == "QuotaReserved" and cond["status"] == "False":
+            return cond.get("message") or cond.get("reason") or "pending"
     return None
 
 
