@@ -30,7 +30,7 @@ def test_reconcile_checks_pass_and_restore(sim, sim_cluster, sim_state, tmp_path
 def test_reconcile_checks_fail_when_the_operator_ignores_changes(sim, sim_state, tmp_path):
     sim_state("healthy", ["standin-ignores-changes"])
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, "operations",
-                                extra=["--disruptive", "--reconcile-timeout=15"])
+                                extra=["--disruptive", "--reconcile-timeout=10"])
     assert code == 1
     assert verdicts(doc, "fail") >= RECONCILE, out[-3000:]
     assert "OPS-REC-003" in verdicts(doc, "pass")  # the Deployment controller is not the operator
