@@ -118,6 +118,13 @@ class Cluster:
         _count_requests(sibling, self.counter)
         return sibling
 
+    def impersonating(self, username: str) -> client.CoreV1Api:
+        """The core API as ``username`` (``Impersonate-User``; the caller needs the impersonate
+        verb), on the same server, credentials and retries, counted alike."""
+        sibling = self._sibling(self.api_client.configuration.retries)
+        sibling.set_default_header("Impersonate-User", username)
+        return client.CoreV1Api(sibling)
+
     @property
     def server(self) -> str:
         return self.api_client.configuration.host

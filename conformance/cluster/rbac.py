@@ -48,14 +48,7 @@ def wait_until_in_force(cluster: Cluster) -> str:
     So the ServiceAccount is asked, by impersonation and as a dry run (nothing is written),
     to create a Pod in ``default`` until the policy refuses it. Where the caller may not
     impersonate, the check is skipped and said to be."""
-    import copy
-
-    from kubernetes import client
-
-    configuration = copy.copy(cluster.api_client.configuration)
-    as_runner = client.ApiClient(configuration)
-    as_runner.set_default_header("Impersonate-User", USERNAME)
-    core = client.CoreV1Api(as_runner)
+    core = cluster.impersonating(USERNAME)
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpuconf-policy-probe"},
            "spec": {"containers": [{"name": "c", "image": "x"}]}}
     could_not_check: list[str] = []
