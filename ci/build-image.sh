@@ -47,10 +47,11 @@ need() {  # need COMMAND PACKAGE
 }
 need buildah buildah
 # chroot isolation: the OCI runtime (crun) is refused on this project's machine ("cgroups in
-# hybrid mode not supported"). vfs storage works everywhere (overlay worked too in a probe here:
-# STORAGE_DRIVER=overlay, with its own copy of the images; vfs keeps a full copy per layer).
-export STORAGE_DRIVER=${STORAGE_DRIVER:-vfs}
+# hybrid mode not supported"). Storage: buildah's default (overlay, which works here);
+# STORAGE_DRIVER=vfs where overlay mounts are refused: passed as --storage-driver (that variable
+# in the environment left buildah 1.28 on overlay here); one graph root holds one driver's images.
 export BUILDAH_ISOLATION=${BUILDAH_ISOLATION:-chroot}
+buildah() { command buildah ${STORAGE_DRIVER:+--storage-driver "$STORAGE_DRIVER"} "$@"; }
 mkdir -p "$CACHE"
 step() { echo "== $*"; }
 t_start=$(date +%s)
@@ -61,19 +62,28 @@ if (( rebuild_base )); then
   buildah rmi -f "$BASE" >/dev/null 2>&1 || true
   rm -f "$base_tar"
 fi
+commit_base() {  # the root's tar as image BASE (buildah 1.28 has no `import`)
+  local ctr
+  ctr=$(buildah from scratch)
+  buildah add "$ctr" "$base_tar" / >/dev/null
+  buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env LANG=C.UTF-8 --cmd python3 \
+    --label org.opencontainers.image.description="Debian $SUITE minbase + Debian's python3 (local stand-in for python:3.12.11-slim-bookworm)" \
+    "$ctr"
+  buildah commit -q "$ctr" "$BASE" >/dev/null
+  buildah rm "$ctr" >/dev/null
+}
 if buildah inspect --type image "$BASE" >/dev/null 2>&1; then
   step "base $BASE: in buildah's storage"
 elif [[ -s $base_tar ]]; then
   step "base $BASE: importing the cached root $base_tar"
-  buildah import "$base_tar" "$BASE" >/dev/null 2>&1 || {
-    ctr=$(buildah from scratch); buildah add "$ctr" "$base_tar" / >/dev/null
-    buildah commit -q "$ctr" "$BASE" >/dev/null; buildah rm "$ctr" >/dev/null; }
+  commit_base
 else
   need debootstrap debootstrap
   t0=$(date +%s)
   root=$(mktemp -d "$CACHE/rootfs.XXXXXX")
   trap 'rm -rf "$root"' EXIT
-  step "base $BASE: debootstrap --variant=minbase $SUITE from $MIRROR (a few minutes)"
+  step "base $BASE: debootstrap --variant=minbase $SUITE from $MIRROR (a minute or two)"
   # python3-venv brings ensurepip (install.sh: python3 -m venv, then pip install); ca-certificates
   # for pip's HTTPS to PyPI
   debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
@@ -93,16 +103,10 @@ else
   tar -C "$root" --numeric-owner -cf "$base_tar.partial" .
   mv "$base_tar.partial" "$base_tar"
   rm -rf "$root"; trap - EXIT
-  ctr=$(buildah from scratch)
-  buildah add "$ctr" "$base_tar" / >/dev/null
-  buildah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --env LANG=C.UTF-8 --cmd python3 \
-    --label org.opencontainers.image.description="Debian $SUITE minbase + Debian's python3 (local stand-in for python:3.12.11-slim-bookworm)" \
-    "$ctr"
-  buildah commit -q "$ctr" "$BASE" >/dev/null
+  commit_base
+  ctr=$(buildah from -q "$BASE")
+  step "base built in $(( $(date +%s) - t0 ))s: Debian's $(buildah run "$ctr" python3 --version 2>&1 | tail -1)"
   buildah rm "$ctr" >/dev/null
-  step "base built in $(( $(date +%s) - t0 ))s: $(buildah run "$(buildah from -q "$BASE")" python3 --version 2>&1 | tail -1)"
-  buildah rm --all >/dev/null 2>&1 || true
 fi
 
 # -- 2. the image --------------------------------------------------------------------------
