@@ -128,7 +128,7 @@ if (( smoke )); then
 fi
 
 # -- 4. the archive ------------------------------------------------------------------------
-step "archive: $OUT (docker-archive, tagged ${IMAGE#localhost/})"
+step "archive: $OUT (docker-archive: docker.io/library/${IMAGE#localhost/} and $IMAGE)"
 mkdir -p "$(dirname "$OUT")"
 rm -f "$OUT.partial"
 buildah push -q "$IMAGE" "docker-archive:$OUT.partial:${IMAGE#localhost/}" >/dev/null
