@@ -112,9 +112,15 @@ fi
 # -- 2. the image --------------------------------------------------------------------------
 step "image $IMAGE: buildah bud -f deploy/image/Dockerfile --build-arg PYTHON_IMAGE=$BASE"
 t0=$(date +%s)
+previous=$(buildah images -q --no-trunc "$IMAGE" 2>/dev/null || true)
 buildah bud --layers -f deploy/image/Dockerfile --build-arg "PYTHON_IMAGE=$BASE" \
   -t "$IMAGE" . 2>&1 | sed 's/^/   /'
 step "image built in $(( $(date +%s) - t0 ))s"
+# the image this one replaced (untagged now): removed, not left to pile up (the build stage's
+# layers stay: buildah's cache for the next run)
+if [[ -n $previous && $previous != "$(buildah images -q --no-trunc "$IMAGE")" ]]; then
+  buildah rmi "$previous" >/dev/null 2>&1 || true
+fi
 
 # -- 3. smoke checks -----------------------------------------------------------------------
 if (( smoke )); then
