@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup run test test-fast collected-ids lint unit integration browser bench clean
+.PHONY: setup run test test-fast collected-ids lint unit integration browser bench image clean
 
 # The project's tests wait on clusters more than they compute: on the 2-core machine four
 # xdist workers (each with its own sim) keep both cores busy. Measured in fresh-clone CI runs:
@@ -37,9 +37,10 @@ $(BIN)/gpuconf: pyproject.toml
 run:  ## the main job: the suites against the local simulated cluster (or KUBECONFIG's)
 	$(BIN)/gpuconf run
 
-lint:  ## ruff and the import-layer contract (pyproject.toml [tool.importlinter])
+lint:  ## ruff, the import-layer contract (pyproject.toml [tool.importlinter]), hadolint
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/hadolint --no-color deploy/image/Dockerfile gpu_kernels/Dockerfile
 
 unit:
 	$(BIN)/pytest tests/unit -q $(XDIST)
@@ -64,6 +65,9 @@ collected-ids:  ## the list of test IDs tests/unit/test_collected_ids.py holds t
 
 bench:  ## scale benchmark: the stack and scheduling suites against 500 GPU nodes
 	$(BIN)/python ci/bench_scale.py
+
+image:  ## the suite's image, built for real without Docker (buildah; not part of `make test`)
+	bash ci/build-image.sh $(IMAGE_ARGS)
 
 clean:
 	rm -rf $(VENV) results *.egg-info

@@ -7,7 +7,9 @@
 - its build stage is exercised: the files its COPY lines name are laid out in a build
   context the same way and its RUN step (deploy/image/install.sh) runs there, so the package
   installs from a clean copy with its dependencies and passes the image's smoke checks.
-  Not run here: `docker build` itself (no engine) and the final stage's `COPY --from`.
+  Not run here: the build itself and the final stage's `COPY --from`: `make image`
+  (ci/build-image.sh, buildah) builds it for real; tests/unit/test_build_image.py covers the
+  script's arguments.
 """
 
 from __future__ import annotations
