@@ -75,8 +75,11 @@ def test_gpu_pool_grows_for_a_pending_pod_and_shrinks_back(request, cluster, nam
                                                            gpu_env, autoscaled_pool):
     choice = autoscaled_pool.choice
     before = scaling.pool_nodes(cluster, choice)
+    created: list[str] = []
 
-    def remove_what_the_check_added() -> None:
+    def remove_what_the_check_added() -> None:  # its pods first: a pending one would get a node
+        for name in created:
+            pods.delete(cluster, namespace, name)
         left = scaling.remove_added(cluster, choice, before)
         assert not left, f"cleanup: {choice} still has the node(s) the check added: {left}"
 
@@ -84,11 +87,12 @@ def test_gpu_pool_grows_for_a_pending_pod_and_shrinks_back(request, cluster, nam
     spec = PodSpec("autoscale", gpus=1, node_selector=choice.selector,
                    tolerations=asc.tolerations(autoscaled_pool.nodepool.taints
                                                if autoscaled_pool.nodepool else ()))
-    fillers = [pods.create(cluster, namespace, spec, gpu_env.run_id)
-               for _ in range(asc.pods_to_create(scaling.free_gpus(cluster, choice)) - 1)]
-    for name in fillers:  # the pool's free GPUs, taken
-        pods.wait_scheduled(cluster, namespace, name)
-    pending = pods.create(cluster, namespace, spec, gpu_env.run_id)
+    for _ in range(asc.pods_to_create(scaling.free_gpus(cluster, choice)) - 1):
+        created.append(pods.create(cluster, namespace, spec, gpu_env.run_id))
+        pods.wait_scheduled(cluster, namespace, created[-1])  # the pool's free GPUs, taken
+    fillers = list(created)
+    created.append(pods.create(cluster, namespace, spec, gpu_env.run_id))
+    pending = created[-1]
     grown = scaling.wait_grown(cluster, choice, before, namespace, pending)
     assert grown.pod_node, (
         f"{choice} did not add a node for pending one-GPU pod {pending} "
@@ -97,7 +101,7 @@ def test_gpu_pool_grows_for_a_pending_pod_and_shrinks_back(request, cluster, nam
         + (f"Karpenter: {grown.refused} (no GPU instance type in the NodePool?)"
            if grown.refused else f"added {sorted(grown.added) or 'none'} within "
            f"{scaling.SCALE_UP_TIMEOUT_S:.0f}s"))
-    for name in [*fillers, pending]:
+    for name in created:
         pods.delete(cluster, namespace, name)
     blocked = autoscaled_pool.nodepool and autoscaled_pool.nodepool.scale_down_blocked
     assert not blocked, blocked
