@@ -68,29 +68,41 @@ def locate() -> Binaries:
 
 
 @dataclass(frozen=True)
-class KueueBuild:
-    """Kueue's manager and the CRDs of its module (build-controlplane.sh kueue)."""
+class ComponentBuild:
+    """A controller built from its Go module with the CRDs it needs (build-controlplane.sh
+    kueue, karpenter): ``<folder>/<binary>`` and ``<folder>/crds/*.yaml``."""
 
     folder: Path
     version: str
+    binary: str
 
     @property
     def manager(self) -> Path:
-        return self.folder / "kueue"
+        return self.folder / self.binary
 
     @property
     def crds(self) -> list[Path]:
         return sorted((self.folder / "crds").glob("*.yaml"))
 
 
-def require_kueue() -> KueueBuild:
-    """Kueue's build, or a usage error that names the build step."""
-    v = read_versions()["KUEUE_VERSION"]
-    build = KueueBuild(cache_dir() / "bin" / f"kueue-{v}", v)
+def _require_build(title: str, component: str, version_key: str,
+                   binary: str) -> ComponentBuild:
+    v = read_versions()[version_key]
+    build = ComponentBuild(cache_dir() / "bin" / f"{component}-{v}", v, binary)
     if not (build.manager.is_file() and build.crds):
-        raise UsageError(f"Kueue {v} is not built (under {build.folder}): run `make setup` or "
-                         "`gpuconf sim build kueue` (needs the Go toolchain)")
+        raise UsageError(f"{title} {v} is not built (under {build.folder}): run `make setup` or "
+                         f"`gpuconf sim build {component}` (needs the Go toolchain)")
     return build
+
+
+def require_kueue() -> ComponentBuild:
+    """Kueue's build, or a usage error that names the build step."""
+    return _require_build("Kueue", "kueue", "KUEUE_VERSION", "kueue")
+
+
+def require_karpenter() -> ComponentBuild:
+    """Karpenter's KWOK provider build, or a usage error that names the build step."""
+    return _require_build("Karpenter", "karpenter", "KARPENTER_VERSION", "karpenter-kwok")
 
 
 def require() -> Binaries:

@@ -6,6 +6,7 @@
 #   kwok                                                      (sigs.k8s.io/kwok/cmd/kwok)
 #   helm                                                      (helm.sh/helm/v3/cmd/helm)
 #   kueue, with its CRDs under crds/                          (sigs.k8s.io/kueue/cmd/kueue)
+#   karpenter-kwok, with its CRDs under crds/                 (sigs.k8s.io/karpenter/kwok)
 #
 # Each component lands in $GPUCONF_CACHE/bin/<component>-<version>/ and is rebuilt only
 # when missing; the Kubernetes commands with the wrapper-module recipe of lib.sh.
@@ -59,6 +60,40 @@ build_kueue() {
   rm -rf "$mod"
 }
 
+# build_karpenter: Karpenter's KWOK cloud provider (the module's kwok/ main package: Karpenter's
+# controllers with a provider that creates Node objects for KWOK to play) and the CRDs it needs
+# (kwok/charts/crds: NodePool, NodeClaim, NodeOverlay, CapacityBuffer; kwok/apis/crds:
+# KWOKNodeClass). Built inside the module as published, with its own go.sum. v1.15.0's go.mod
+# says `go 1.26.9`; GOTOOLCHAIN=local keeps the toolchain this machine has, so where that is an
+# older 1.26 patch release the go line (only it) is lowered to it: patch releases do not change
+# the language. The module cannot be downloaded to the module cache by an older toolchain (`go
+# mod download` refuses it), so its zip, which it does fetch and verify, is unpacked here.
+build_karpenter() {
+  local v="$KARPENTER_VERSION" dest="$bin_root/karpenter-$KARPENTER_VERSION" zip src want have
+  if built "$dest" karpenter-kwok crds; then log "karpenter $v: cached at $dest"; return; fi
+  local mod="$work/karpenter-$v"
+  rm -rf "$mod" && mkdir -p "$mod/out/crds" && cd "$mod"
+  log "karpenter $v: downloading sigs.k8s.io/karpenter@$v"
+  # (an older toolchain reports the go line as an error, and exits 1, after fetching the zip)
+  zip=$( (go mod download -json "sigs.k8s.io/karpenter@$v" || true) | sed -n 's/^\t"Zip": "\(.*\)",$/\1/p')
+  [[ -n "$zip" && -f "$zip" ]] || die "could not download sigs.k8s.io/karpenter $v from the Go module proxy ($(go env GOPROXY))"
+  python3 -m zipfile -e "$zip" "$mod/src"
+  src="$mod/src/sigs.k8s.io/karpenter@$v"
+  chmod -R u+w "$src" && cd "$src"
+  want=$(sed -n 's/^go \([0-9.]*\)$/\1/p' go.mod) have=$(go env GOVERSION | sed 's/^go//')
+  if [[ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" != "$want" ]]; then
+    [[ "${want%.*}" == "${have%.*}" ]] || die "karpenter $v needs Go $want; this machine has Go $have: install Go ${want%.*}" 2
+    log "karpenter $v: its go.mod says go $want, this toolchain is go $have: lowering the go line"
+    go mod edit -go="$have"
+  fi
+  log "karpenter $v: compiling sigs.k8s.io/karpenter/kwok (slow on a cold cache)"
+  go build -trimpath -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$v" \
+    -o "$mod/out/karpenter-kwok" ./kwok
+  cp kwok/charts/crds/*.yaml kwok/apis/crds/*.yaml "$mod/out/crds/"
+  finish "$mod/out" "$dest"
+  cd "$work" && rm -rf "$mod"
+}
+
 start=$(date +%s)
 only="${1:-all}"
 case "$only" in
@@ -67,7 +102,8 @@ case "$only" in
   all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok ;;&
   all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm ;;&
   all|kueue) build_kueue ;;&
-  all|kubernetes|etcd|kwok|helm|kueue) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue]" >&2; exit 2 ;;
+  all|karpenter) build_karpenter ;;&
+  all|kubernetes|etcd|kwok|helm|kueue|karpenter) ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"

@@ -25,7 +25,7 @@ from conformance.cluster.waits import wait_for_process
 from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, UsageError
-from conformance.controlplane import kueue
+from conformance.controlplane import karpenter, kueue
 from conformance.controlplane.kubeconfig import kubeconfig
 from conformance.controlplane.pki import ClusterPKI
 from conformance.controlplane.statefile import STATE_FILE, StateFile
@@ -34,9 +34,12 @@ from conformance.controlplane.statefile import STATE_FILE, StateFile
 # slowest (it installs its built-in objects and RBAC roles); 60 s leaves room on 2 loaded cores.
 COMPONENT_READY_TIMEOUT_S = 60.0
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-# a component's extra ports are named "<component>-..."; Kueue's are picked with the others
-# (cheap) and used by the profiles that run it (conformance/sim/kueue.py starts it)
-PORT_NAMES = (*COMPONENTS, "etcd-peer", *kueue.PORT_NAMES)
+# a component's extra ports are named "<component>-..."; Kueue's and Karpenter's are picked
+# with the others (cheap) and used by the profiles that run them (conformance/sim/kueue.py and
+# conformance/sim/karpenter.py start them)
+PORT_NAMES = (*COMPONENTS, "etcd-peer", *kueue.PORT_NAMES, *karpenter.PORT_NAMES)
+# the components started later, by a profile: their environment beside the inherited one
+_EXTRA_ENV = {kueue.COMPONENT: kueue.env, karpenter.COMPONENT: karpenter.env}
 # A component's port is picked seconds before it listens. The kernel numbers outgoing
 # connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
 # kwok fail with "address already in use"); ports just below that range are only taken by
@@ -206,8 +209,9 @@ class ControlPlane:
         log_path = Path(state.folder) / "logs" / f"{component}.log"
         progress(f"starting {component}")
         t0 = time.monotonic()
-        proc = processes.spawn(argv, log_path, env=(kueue.env(Path(state.folder))
-                                                    if component == kueue.COMPONENT else None))
+        extra_env = _EXTRA_ENV.get(component)
+        proc = processes.spawn(argv, log_path, env=(extra_env(Path(state.folder))
+                                                    if extra_env else None))
         state.pids[component] = proc.pid
         state.save()
         self._wait_healthy(state, component, proc, log_path)
@@ -274,6 +278,7 @@ class ControlPlane:
             "scheduler": ("system:kube-scheduler", None),
             "kwok": ("gpuconf-kwok", "system:masters"),
             kueue.COMPONENT: (kueue.USER, "system:masters"),
+            karpenter.COMPONENT: (karpenter.USER, "system:masters"),
         }
         pki.issue(kueue.WEBHOOK_CERT, kueue.USER, server=True, hosts=("127.0.0.1", "localhost"))
         for name, (cn, org) in users.items():
@@ -340,6 +345,8 @@ class ControlPlane:
                     "--node-monitor-grace-period=3600s"]
         if component == kueue.COMPONENT:
             return kueue.argv(binary, f, p)
+        if component == karpenter.COMPONENT:
+            return karpenter.argv(binary, f, p)
         if component == "kwok":
             return [binary, f"--kubeconfig={f / 'kwok.kubeconfig'}",
                     f"--config={Path(__file__).with_name('kwok-stages.yaml')}",
@@ -357,6 +364,8 @@ class ControlPlane:
             url, ctx = f"http://127.0.0.1:{p['kwok']}/healthz", None
         elif component == kueue.COMPONENT:
             url, ctx = kueue.ready_url(p), None
+        elif component == karpenter.COMPONENT:
+            url, ctx = karpenter.ready_url(p), None
         else:
             port = p[component]
             url = f"https://127.0.0.1:{port}/" + ("readyz" if component == "kube-apiserver"
