@@ -94,6 +94,6 @@ case "$only" in
   all|kueue) build_kueue ;;&
   all|sonobuoy) build_sonobuoy ;;&
   all|kubernetes|etcd|kwok|helm|kueue|sonobuoy) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|sonobuoy]" >&2; exit 2 ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue] | $0 sonobuoy (also in all)" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"
