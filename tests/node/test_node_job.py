@@ -177,6 +177,7 @@ def test_sonobuoy_runs_the_shipped_plugin_in_the_node_and_shows_our_junit(node, 
     skipped = sum(cases.values())
     assert "Plugin: gpuconf\nStatus: passed\n" in summary, summary
     assert f"Total: {len(cases)}\nPassed: {len(cases) - skipped}\nFailed: 0\n" in summary, summary
-    detailed = [json.loads(line) for line in call("results", tarball, "--mode",
-                                                  "detailed").splitlines() if line.strip()]
+    detailed = [json.loads(line) for line in call("results", tarball, "--plugin", "gpuconf",
+                                                  "--mode", "detailed").splitlines()
+                if line.strip()]
     assert {d["name"] for d in detailed} == set(cases)
