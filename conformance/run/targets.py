@@ -120,7 +120,7 @@ def mock_gpu_source(nodes) -> str:
     """Why the real node's GPUs cannot be opened, from the annotation ``gpuconf node up`` puts
     on it (``mock-nvml 8xH100`` or ``driver``); "" when they are the driver's."""
     for node in nodes:
-        if (node.metadata.labels or {}).get(REAL_NODE_LABEL) != "true":
+        if REAL_NODE_LABEL not in (node.metadata.labels or {}):
             continue
         source = (node.metadata.annotations or {}).get(GPU_SOURCE_ANNOTATION, "")
         if source.startswith(MOCK_NVML):
