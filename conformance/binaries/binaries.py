@@ -105,6 +105,16 @@ def require_karpenter() -> ComponentBuild:
     return _require_build("Karpenter", "karpenter", "KARPENTER_VERSION", "karpenter-kwok")
 
 
+def require_sonobuoy() -> Path:
+    """The Sonobuoy CLI (build-controlplane.sh sonobuoy), or a usage error naming the build."""
+    v = read_versions()["SONOBUOY_VERSION"]
+    path = cache_dir() / "bin" / f"sonobuoy-{v}" / "sonobuoy"
+    if not path.is_file():
+        raise UsageError(f"Sonobuoy {v} is not built (under {path.parent}): run `make setup` or "
+                         "`gpuconf sim build sonobuoy` (needs the Go toolchain)")
+    return path
+
+
 def require() -> Binaries:
     """The binaries, or a usage error that names the fix."""
     bins = locate()

@@ -7,6 +7,7 @@
 #   helm                                                      (helm.sh/helm/v3/cmd/helm)
 #   kueue, with its CRDs under crds/                          (sigs.k8s.io/kueue/cmd/kueue)
 #   karpenter-kwok, with its CRDs under crds/                 (sigs.k8s.io/karpenter/kwok)
+#   sonobuoy (the CLI, also its aggregator and worker)        (github.com/vmware-tanzu/sonobuoy)
 #
 # Each component lands in $GPUCONF_CACHE/bin/<component>-<version>/ and is rebuilt only
 # when missing; the Kubernetes commands with the wrapper-module recipe of lib.sh.
@@ -94,6 +95,30 @@ build_karpenter() {
   cd "$work" && rm -rf "$mod"
 }
 
+# build_sonobuoy: the Sonobuoy CLI, built inside its own module (its go.mod and go.sum apply).
+# One upstream line is changed: the aggregator advertises its pod IP as "[IP]:port", brackets
+# that Go >= 1.26's net/url refuses around an IPv4 address ("invalid IP-literal"), so the
+# plugin pod's worker could never reach it; the copy of pkg/config/loader.go built here
+# brackets IPv6 addresses only (as RFC 3986 wants). Everything else is the module as published.
+build_sonobuoy() {
+  local v="$SONOBUOY_VERSION" dest="$bin_root/sonobuoy-$SONOBUOY_VERSION" src mod="$work/sonobuoy-$SONOBUOY_VERSION"
+  local pin='fmt.Sprintf("[%v]:%d", ip, cfg.Aggregation.BindPort)'
+  local fix='fmt.Sprintf(map[bool]string{true: "[%v]:%d", false: "%v:%d"}[strings.Contains(ip, ":")], ip, cfg.Aggregation.BindPort)'
+  if built "$dest" sonobuoy; then log "sonobuoy $v: cached at $dest"; return; fi
+  log "sonobuoy $v: resolving github.com/vmware-tanzu/sonobuoy@$v"
+  src=$(module_dir "github.com/vmware-tanzu/sonobuoy@$v")
+  grep -qF "$pin" "$src/pkg/config/loader.go" || die "sonobuoy $v: pkg/config/loader.go no longer has the line this build changes ($pin): revisit build_sonobuoy"
+  rm -rf "$mod" && cp -r "$src" "$mod" && chmod -R u+w "$mod" && cd "$mod"
+  local loader; loader=$(<pkg/config/loader.go)
+  printf '%s\n' "${loader/"$pin"/"$fix"}" > pkg/config/loader.go  # quoted: a literal replace
+  grep -qF "$fix" pkg/config/loader.go || die "sonobuoy $v: could not change pkg/config/loader.go"
+  mkdir -p out
+  log "sonobuoy $v: compiling github.com/vmware-tanzu/sonobuoy"
+  go build -trimpath -ldflags "-s -w" -o out/sonobuoy .
+  finish "$mod/out" "$dest"
+  cd "$work" && rm -rf "$mod"
+}
+
 start=$(date +%s)
 only="${1:-all}"
 case "$only" in
@@ -103,7 +128,8 @@ case "$only" in
   all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm ;;&
   all|kueue) build_kueue ;;&
   all|karpenter) build_karpenter ;;&
-  all|kubernetes|etcd|kwok|helm|kueue|karpenter) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter]" >&2; exit 2 ;;
+  all|sonobuoy) build_sonobuoy ;;&
+  all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy) ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"
