@@ -21,8 +21,7 @@ from conformance.checks import gang
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.checks.taints import untolerated_taints
 from conformance.cluster import allocation, pods
-from conformance.cluster.client import Cluster, NotFound
-from conformance.cluster.dra import get_text
+from conformance.cluster.client import Cluster, NotFound, get_text
 from conformance.cluster.evidence import to_yaml
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.pods import PodSpec
