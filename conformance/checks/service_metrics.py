@@ -139,16 +139,17 @@ def single_sample(body: str) -> float | None:
         raise QueryError(f"malformed sample {result[0]!r}") from exc
 
 
-class TooMany(AssertionError):
-    """A counter above the requests sent: extra requests reached the workload."""
+class Spoiled(AssertionError):
+    """Waiting cannot help: a counter above the requests sent (extra requests reached the
+    workload), or the stand-in's counters were lost (it stopped or restarted)."""
 
 
 def status(e: Expectation, value: float | None) -> tuple[bool, str]:
-    """(collected as expected, a line saying so); TooMany when waiting cannot help."""
+    """(collected as expected, a line saying so); Spoiled when waiting cannot help."""
     if value is None:
         return False, f"{e.description}: not collected yet ({e.query})"
     if e.exact and value > e.want:
-        raise TooMany(f"{e.description}: got {value:g}, want {e.want:g}; extra requests "
+        raise Spoiled(f"{e.description}: got {value:g}, want {e.want:g}; extra requests "
                       "reached the workload")
     if e.exact and value != e.want:
         return False, f"{e.description}: got {value:g}, want {e.want:g}"

@@ -1,5 +1,7 @@
-"""The node's monitoring system: a real Prometheus (Debian's ``prometheus`` package, 2.42) as a
-host process, as the node's other components, so ``ai_service_metrics`` runs for real here.
+"""The node's monitoring system: a real Prometheus (built from its Go module by build-node.sh,
+PROMETHEUS_VERSION) as a host process, as the node's other components, so
+``ai_service_metrics`` runs for real here. (Debian's ``prometheus`` package, 2.42, is built
+without Kubernetes service discovery: it cannot discover a workload.)
 
 It discovers workloads as a Prometheus installed by the community chart does (job
 ``kubernetes-service-endpoints``: Kubernetes service discovery through the API server, a
@@ -18,13 +20,13 @@ monitoring system and says ``not-run``.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import urllib.request
 from pathlib import Path
 
 import yaml
 
+from conformance.binaries import binaries
 from conformance.checks import service_metrics as sm
 from conformance.cluster.client import Cluster, Conflict, already_done
 from conformance.cluster.waits import wait_for_process
@@ -45,7 +47,8 @@ KUBELET_CLIENT = "apiserver-kubelet-client"  # the API server's identity towards
 
 
 def binary() -> str | None:
-    return shutil.which("prometheus")
+    exe = binaries.locate_node().prometheus
+    return str(exe) if exe.is_file() else None
 
 
 def scrape_config(kubeconfig: Path, pki: Path, *, keep_annotation: str = "true") -> dict:
@@ -60,7 +63,7 @@ def scrape_config(kubeconfig: Path, pki: Path, *, keep_annotation: str = "true")
         "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL},
         "scrape_configs": [
             {"job_name": SERVICE_JOB,
-             "kubernetes_sd_configs": [{"role": "endpoints",
+             "kubernetes_sd_configs": [{"role": "endpointslice",
                                         "kubeconfig_file": str(kubeconfig)}],
              "relabel_configs": [
                  {"source_labels": [f"{annotation}scrape"], "action": "keep",
@@ -100,8 +103,8 @@ def start(state: NodeState, cp: ClusterState, c: Cluster, progress: Progress) ->
     """Start it (when the binary is here), wait until it answers, publish its Service."""
     exe = binary()
     if exe is None:
-        progress("no prometheus binary (Debian: apt-get install prometheus): the node has no "
-                 "monitoring system, ai_service_metrics will not run")
+        progress("no Prometheus built (build-node.sh prometheus): the node has no monitoring "
+                 "system, INF-MET-001 (ai_service_metrics) will not run")
         return
     write_config(state, cp)
     run(state, progress)
@@ -110,7 +113,7 @@ def start(state: NodeState, cp: ClusterState, c: Cluster, progress: Progress) ->
 
 def run(state: NodeState, progress: Progress) -> None:
     """Start the recorded (or a new) Prometheus process and wait until it is ready."""
-    command = state.commands.get(COMPONENT) or argv(state, binary() or "prometheus")
+    command = state.commands.get(COMPONENT) or argv(state, str(binaries.locate_node().prometheus))
     progress(f"starting Prometheus on {configs.NODE_IP}:{PORT} (scrapes every "
              f"{SCRAPE_INTERVAL}; Services annotated prometheus.io/scrape, the kubelet)")
     proc = procs.start(state, COMPONENT, command)

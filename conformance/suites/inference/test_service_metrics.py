@@ -70,7 +70,7 @@ def test_monitoring_collects_the_workloads_metrics(request, cluster, gpu_env, na
     def collected() -> bool:
         broken = monitoring.intact(cluster, namespace)
         if broken:
-            raise sm.TooMany(broken)
+            raise sm.Spoiled(broken)
         done = True
         for i, e in enumerate(checks):
             try:
@@ -90,7 +90,7 @@ def test_monitoring_collects_the_workloads_metrics(request, cluster, gpu_env, na
         pytest.fail(f"the monitoring system did not collect the workload's metrics within "
                     f"{o.metrics_collection_timeout:.0f}s ({'; '.join(lines)}): its scrape "
                     f"selection misses the workload or it does not scrape ({how})")
-    except sm.TooMany as exc:
+    except sm.Spoiled as exc:
         attachments.append(ev.Evidence("service-metrics.txt", report + "\n" + "\n".join(lines)))
         pytest.fail(str(exc))
     finding(request, f"{report}: " + "; ".join(lines))
