@@ -173,7 +173,8 @@ build_prometheus() {
   rm -rf "$tree" "$out" && mkdir -p "$out" && cp -r "$dir" "$tree" && chmod -R u+w "$tree"
   cd "$tree"
   log "prometheus $v: compiling cmd/prometheus (Kubernetes SD only; slow on a cold cache)"
-  CGO_ENABLED=0 go build -trimpath -tags remove_all_sd,enable_kubernetes_sd,netgo \
+  # its go.work names nested modules the module zip leaves out: build the module alone
+  GOWORK=off CGO_ENABLED=0 go build -trimpath -tags remove_all_sd,enable_kubernetes_sd,netgo \
     -ldflags "-s -w -X github.com/prometheus/common/version.Version=$v" -o "$out/" ./cmd/prometheus
   "$out/prometheus" --version 2>&1 | head -n 1
   finish "$out" "$dest"

@@ -95,3 +95,20 @@ def test_endpoints_and_templates():
     assert sm.query_port([("metrics", 8080), ("web", 9090)]) == "web"
     assert sm.query_port([(None, 9090), (None, 80)]) == "9090"
     assert sm.query_port([("a", 1), ("b", 2)]) is None
+
+
+def test_the_nodes_prometheus_keeps_services_by_their_scrape_annotation(tmp_path):
+    from conformance.node import prometheus
+
+    config = prometheus.scrape_config(tmp_path / "kubeconfig", tmp_path / "pki")
+    jobs = {j["job_name"]: j for j in config["scrape_configs"]}
+    services = jobs[prometheus.SERVICE_JOB]
+    assert services["kubernetes_sd_configs"][0]["kubeconfig_file"] == str(
+        tmp_path / "kubeconfig")
+    keep = services["relabel_configs"][0]
+    assert keep["action"] == "keep" and keep["regex"] == sm.SCRAPE_ANNOTATIONS[
+        "prometheus.io/scrape"]
+    assert {j.get("metrics_path") for j in jobs.values() if j is not services} == {
+        "/metrics", "/metrics/cadvisor"}  # what the node itself exports: the kubelet's
+    missing = prometheus.scrape_config(tmp_path, tmp_path, keep_annotation="other")
+    assert missing["scrape_configs"][0]["relabel_configs"][0]["regex"] == "other"
