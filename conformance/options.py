@@ -107,7 +107,8 @@ class Options:
     metrics_query: str | None = _option(
         metavar="NS/NAME:PORT|URL", help="the monitoring system's Prometheus query API: an "
         "in-cluster Service (read through the API server's service proxy) or an http(s) URL "
-        "(default: the first Service of a Prometheus found by its usual labels)")
+        "(default: on the real node its own Prometheus, elsewhere the first Service of a "
+        "Prometheus found by its usual labels)")
     metrics_query_token_file: str | None = _option(
         metavar="FILE", help="bearer token sent to a --metrics-query URL")
     metrics_scrape_manifest: str | None = _option(

@@ -8,10 +8,10 @@ It discovers workloads as a Prometheus installed by the community chart does (jo
 Service kept when annotated ``prometheus.io/scrape: "true"``, port and path from its
 ``prometheus.io/port`` / ``prometheus.io/path`` annotations) and scrapes what the node itself
 exports: the kubelet's ``/metrics`` and ``/metrics/cadvisor`` (the API server's kubelet client
-certificate; the node has no DCGM exporter, no DCGM libraries). Its query API is published in
-the cluster as the Service ``monitoring/prometheus`` (port ``web``, no selector, an Endpoints
-at the node's address), where the suite finds a Prometheus on any cluster and reads it
-through the API server's service proxy.
+certificate; the node has no DCGM exporter, no DCGM libraries). Its query API's URL is
+annotated on the node (:data:`QUERY_ANNOTATION`); a run on the node reads it there as its
+``--metrics-query`` (``run/targets.py``), through the URL querier as for any monitoring system
+outside the cluster.
 
 Without the binary the node comes up without it, saying so: the suite then finds no
 monitoring system and says ``not-run``.
@@ -27,8 +27,7 @@ from pathlib import Path
 import yaml
 
 from conformance.binaries import binaries
-from conformance.checks import service_metrics as sm
-from conformance.cluster.client import Cluster, Conflict, already_done
+from conformance.cluster.client import Cluster
 from conformance.cluster.waits import wait_for_process
 from conformance.common.console import Progress
 from conformance.controlplane.components import ClusterState
@@ -37,9 +36,8 @@ from conformance.node.state import NodeState
 
 COMPONENT = "prometheus"
 PORT = 39090  # on the node's address only; a port nothing else here uses
-NAMESPACE = "monitoring"
-SERVICE = "prometheus"
-SERVICE_PORT = 9090
+# on the node: the query API's URL, which a run on this node takes as its --metrics-query
+QUERY_ANNOTATION = "node.gpuconf.io/metrics-query"
 SCRAPE_INTERVAL = "2s"  # the suite waits for a scrape after its traffic: keep that short here
 READY_TIMEOUT_S = 30.0  # it answers /-/ready in ~1 s here
 SERVICE_JOB = "kubernetes-service-endpoints"
@@ -100,7 +98,7 @@ def argv(state: NodeState, exe: str) -> list[str]:
 
 
 def start(state: NodeState, cp: ClusterState, c: Cluster, progress: Progress) -> None:
-    """Start it (when the binary is here), wait until it answers, publish its Service."""
+    """Start it (when the binary is here), wait until it answers, say where on the node."""
     exe = binary()
     if exe is None:
         progress("no Prometheus built (build-node.sh prometheus): the node has no monitoring "
@@ -108,7 +106,7 @@ def start(state: NodeState, cp: ClusterState, c: Cluster, progress: Progress) ->
         return
     write_config(state, cp)
     run(state, progress)
-    publish(c)
+    publish(c, state.node_name)
 
 
 def run(state: NodeState, progress: Progress) -> None:
@@ -139,18 +137,12 @@ def reload(state: NodeState) -> None:
     os.kill(state.pids[COMPONENT], signal.SIGHUP)
 
 
-def publish(c: Cluster) -> None:
-    """The Service ``monitoring/prometheus`` (port web) in front of the host process."""
-    with already_done(Conflict):
-        c.core.create_namespace({"metadata": {"name": NAMESPACE}})
-    key, _, value = sm.PROMETHEUS_SELECTORS[1].partition("=")  # the community chart's label
-    labels = {key: value}
-    meta = {"name": SERVICE, "namespace": NAMESPACE, "labels": labels}
-    with already_done(Conflict):
-        c.core.create_namespaced_service(NAMESPACE, {
-            "metadata": meta, "spec": {"ports": [{"name": "web", "port": SERVICE_PORT,
-                                                  "targetPort": PORT}]}})
-    with already_done(Conflict):
-        c.core.create_namespaced_endpoints(NAMESPACE, {
-            "metadata": meta, "subsets": [{"addresses": [{"ip": configs.NODE_IP}],
-                                           "ports": [{"name": "web", "port": PORT}]}]})
+def publish(c: Cluster, node_name: str) -> None:
+    """Say on the node where its query API is (:data:`QUERY_ANNOTATION`). Not a Service: the
+    API server's service proxy reaches only addresses that are pods (``isValidAddress``), so a
+    Service in front of a host process answers 503 "no endpoints available"."""
+    c.core.patch_node(node_name, {"metadata": {"annotations": {QUERY_ANNOTATION: url()}}})
+
+
+def url() -> str:
+    return f"http://{configs.NODE_IP}:{PORT}"

@@ -23,6 +23,7 @@ from conformance.common.console import say
 from conformance.common.errors import UsageError
 from conformance.controlplane.components import REAL_NODE_LABEL
 from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
+from conformance.node.prometheus import QUERY_ANNOTATION
 from conformance.options import Options
 from conformance.sim import cluster as simcluster
 
@@ -101,6 +102,8 @@ def resolve(options: Options, run_id: str) -> Env:
     env.simulated = sim_rule.simulated_nodes(nodes)
     if target == "node":
         env.gpu_source = mock_gpu_source(env.cluster)
+        if not options.metrics_query:
+            env.options = env.options.replace(metrics_query=node_metrics_query(nodes))
     else:
         env.gpu_source = simulated_gpu_source(env.simulated, nodes)
         if target == "sim":
@@ -127,6 +130,17 @@ def mock_gpu_source(cluster: Cluster) -> str:
             return (f"node {node.metadata.name} runs NVIDIA's mock NVML ({profile}): no device "
                     "can be opened")
     return ""
+
+
+def node_metrics_query(nodes) -> str | None:
+    """The query API of the real node's own Prometheus (``gpuconf node up`` annotates the node
+    with its URL), or None."""
+    for node in nodes:
+        if (node.metadata.labels or {}).get(REAL_NODE_LABEL) == "true":
+            found = (node.metadata.annotations or {}).get(QUERY_ANNOTATION)
+            if found:
+                return found
+    return None
 
 
 def create_kind(options: Options):
