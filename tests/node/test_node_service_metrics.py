@@ -7,6 +7,8 @@ Prometheus stopped. Each fault is undone afterwards.
 
 from __future__ import annotations
 
+import json
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -41,6 +43,12 @@ def test_the_nodes_prometheus_collects_the_stand_ins_metrics(node, node_promethe
                                 timeout=TIMEOUT_S)
     assert verdicts(doc, "pass") == {"INF-MET-001"}, out[-3000:]
     assert code == 0, out[-2000:]
+    # and what the node itself exports: both kubelet endpoints scraped and up
+    up = json.loads(urllib.request.urlopen(
+        f"{prometheus.url()}/api/v1/query?query=up", timeout=10).read())["data"]["result"]
+    kubelet = {r["metric"]["job"]: r["value"][1] for r in up
+               if r["metric"]["job"].startswith("kubelet")}
+    assert kubelet == {"kubelet": "1", "kubelet-cadvisor": "1"}, up
 
 
 def _selector_misses(state: NodeState) -> None:
