@@ -19,6 +19,7 @@ import secrets
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conformance.checks import service_metrics as sm
 from conformance.cluster import evidence as ev
@@ -41,8 +42,11 @@ def querier(cluster, gpu_env) -> monitoring.Querier:
     if endpoint is None:
         not_run("no monitoring query API given (--metrics-query) or found (no Service labelled "
                 f"{' or '.join(sm.PROMETHEUS_SELECTORS)})")
-    token = Path(o.metrics_query_token_file).read_text().strip() \
-        if o.metrics_query_token_file else ""
+    try:
+        token = Path(o.metrics_query_token_file).read_text().strip() \
+            if o.metrics_query_token_file else ""
+    except OSError as exc:
+        not_run(f"--metrics-query-token-file: {exc}")
     return monitoring.Querier(cluster, endpoint, token)
 
 
@@ -50,6 +54,10 @@ def querier(cluster, gpu_env) -> monitoring.Querier:
 def test_monitoring_collects_the_workloads_metrics(request, cluster, gpu_env, namespace,
                                                    querier, attachments):
     o = gpu_env.options
+    bad = [kv for kv in o.metrics_scrape_labels if "=" not in kv or kv.startswith("=")]
+    if bad:
+        not_run(f"--metrics-scrape-labels {bad[0]!r}: expected KEY=VALUE")
+    labels = dict(kv.split("=", 1) for kv in o.metrics_scrape_labels)
     why = querier.preflight()
     if why:
         attachments.append(ev.Evidence("service-metrics.txt", f"preflight vector(1): {why}"))
@@ -58,9 +66,11 @@ def test_monitoring_collects_the_workloads_metrics(request, cluster, gpu_env, na
     made = monitoring.ScrapeObjects()
     request.addfinalizer(made.delete)
     monitoring.deploy_stand_in(cluster, namespace, run_id, o.metrics_image)
-    labels = dict(kv.split("=", 1) for kv in o.metrics_scrape_labels)
-    how = monitoring.apply_scrape(cluster, namespace, run_id, o.metrics_scrape_manifest,
-                                  labels, made)
+    try:
+        how = monitoring.apply_scrape(cluster, namespace, run_id, o.metrics_scrape_manifest,
+                                      labels, made)
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # the manifest: unreadable, bad YAML
+        not_run(f"--metrics-scrape-manifest: {exc}")
     monitoring.wait_stand_in(cluster, namespace)
     monitoring.send_requests(cluster, namespace, sm.REQUESTS)
 
