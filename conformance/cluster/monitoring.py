@@ -147,8 +147,10 @@ class ScrapeObjects:
     created: list[tuple[object, str, str, str | None]] = field(default_factory=list)
 
     def delete(self) -> None:
+        from kubernetes.dynamic.exceptions import NotFoundError  # the dynamic client's 404
+
         for resource, _kind, name, namespace in reversed(self.created):
-            with already_done(NotFound):
+            with already_done(NotFound, NotFoundError):
                 resource.delete(name=name, namespace=namespace)
 
     def __str__(self) -> str:
