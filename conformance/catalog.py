@@ -13,7 +13,7 @@ from typing import Literal
 
 from conformance.common.vocab import CLUSTER_TARGETS, Target
 
-Area = Literal["stack", "scheduling", "sharing", "operations", "dra"]
+Area = Literal["stack", "scheduling", "sharing", "operations", "dra", "inference"]
 Severity = Literal["critical", "major", "minor", "info"]
 
 ALL_TARGETS: tuple[Target, ...] = CLUSTER_TARGETS
@@ -262,6 +262,13 @@ REQUIREMENTS: tuple[Requirement, ...] = (
     _r("OPS-WL-001", "GPU kernels run in pods and report one JSON result", "operations",
        "workload", "workload pod never started, was OOM-killed or crashed",
        targets=GPU_TARGETS, needs_gpu=True, cncf=("secure_accelerator_access",)),
+    # --- inference: AI services on the platform (real pods, real HTTP) ------------------------
+    _r("INF-MET-001", "The platform's monitoring system discovers a workload's Prometheus "
+       "metrics and collects exactly what N requests produced (counter = N, histogram count "
+       "= N, gauge present; as ai-conformance's TestAIServiceMetrics)", "inference",
+       "monitoring", "the monitoring system (Prometheus): its query API unreachable, or its "
+       "scrape selection (ServiceMonitor selector, scrape config, --metrics-scrape-manifest) "
+       "misses the workload's Service", cncf=("ai_service_metrics",)),
     # --- dra: the NVIDIA DRA driver (gpu.nvidia.com) on resource.k8s.io/v1 ------------------
     _r("DRA-API-001", "resource.k8s.io/v1 is served and the NVIDIA DRA driver's DeviceClasses "
        "carry the upstream selectors (extendedResourceName nvidia.com/gpu where set)", "dra",

@@ -28,12 +28,14 @@ from typing import Any, Literal
 from conformance.common.vocab import TARGETS
 
 Scope = Literal["both", "pytest", "run", "node"]
-SUITES = ("stack", "scheduling", "sharing", "operations", "dra")
+SUITES = ("stack", "scheduling", "sharing", "operations", "dra", "inference")
 # dra is a default: it checks a cluster that serves GPUs through the NVIDIA DRA driver and is
 # not-applicable, check by check, on one that does not.
-DEFAULT_SUITES = ("stack", "scheduling", "sharing", "dra")
+DEFAULT_SUITES = ("stack", "scheduling", "sharing", "dra", "inference")
 DEFAULT_CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 DEFAULT_WORKLOAD_IMAGE = "cupy/cupy:v13.3.0"
+# python3 for the inference stand-in (INF-*); the real node imports its own under this name
+DEFAULT_METRICS_IMAGE = "docker.io/library/python:3-slim"
 
 
 def _option(default: Any = None, *, help: str, scope: Scope = "both", flag: str | None = None,
@@ -88,7 +90,7 @@ class Options:
                                           "(repeatable; unknown IDs exit 2)")
     suite: list[str] = _option(many=True, scope="run", choices=SUITES,
                                help="suite to run (repeatable; default stack, scheduling, "
-                                    "sharing, dra)")
+                                    "sharing, dra, inference)")
     disruptive: bool = _option(False, switch=True, help="also run checks that change the "
                                "cluster and restore it (the operations suite)")
     reconcile_timeout: float = _option(180.0, type=float, metavar="S",
@@ -107,6 +109,29 @@ class Options:
         "it grows: karpenter:NODEPOOL, or cluster-autoscaler:LABEL=VALUE (a node label of the "
         "node group, e.g. cloud.google.com/gke-nodepool=gpu). The sim's one NodePool is used "
         "without it")
+    # --- the monitoring system (INF-MET-001, ai_service_metrics) -----------------------------
+    metrics_query: str | None = _option(
+        metavar="NS/NAME:PORT|URL", help="the monitoring system's Prometheus query API: an "
+        "in-cluster Service (read through the API server's service proxy) or an http(s) URL "
+        "(default: on the real node its own Prometheus, elsewhere the first Service of a "
+        "Prometheus found by its usual labels)")
+    metrics_query_token_file: str | None = _option(
+        metavar="FILE", help="bearer token sent to a --metrics-query URL")
+    metrics_scrape_manifest: str | None = _option(
+        metavar="FILE", help="YAML template ({{.Namespace}}, {{.ServiceName}}, {{.PortName}}, "
+        "{{.Port}}, {{.AppLabelKey}}, {{.AppLabelValue}}, {{.RunID}}, as ai-conformance's) that "
+        "makes the monitoring system scrape the stand-in (default: a ServiceMonitor where that "
+        "API is served, else the Service's prometheus.io/scrape annotations)")
+    metrics_scrape_labels: list[str] = _option(
+        many=True, metavar="K=V", help="label on the default ServiceMonitor so the platform's "
+        "Prometheus selects it (repeatable; e.g. release=kube-prometheus-stack)")
+    metrics_collection_timeout: float = _option(
+        300.0, type=float, metavar="S", help="how long the monitoring system may take to "
+        "collect the stand-in's metrics after its requests (default 300, as ai-conformance)")
+    metrics_image: str = _option(
+        DEFAULT_METRICS_IMAGE, metavar="IMAGE", help="image with python3 the inference "
+        f"stand-in runs in (default {DEFAULT_METRICS_IMAGE}; the real node imports its own, "
+        "the host's python3, under that name)")
     # --- images of the pods on real GPUs ----------------------------------------------------
     cuda_image: str = _option(DEFAULT_CUDA_IMAGE, metavar="IMAGE",
                               help=f"image of the nvidia-smi pods (default {DEFAULT_CUDA_IMAGE})")

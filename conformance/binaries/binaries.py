@@ -160,6 +160,7 @@ class NodeBinaries:
     mps_control_daemon: Path  # the chart's MPS control daemon (sharing.mps)
     mock_nvml_dir: Path  # libnvidia-ml.so.<version> and configs/*.yaml (GPU profiles)
     busybox: Path
+    prometheus: Path  # the node's monitoring system; optional (the node runs without it)
     versions: dict
 
     @property
@@ -217,6 +218,7 @@ def locate_node() -> NodeBinaries:
         mps_control_daemon=dp / "mps-control-daemon",
         mock_nvml_dir=root / f"mock-nvml-{v['MOCK_NVML_COMMIT']}",
         busybox=busybox[-1] if busybox else root / "busybox-v0" / "busybox",
+        prometheus=root / f"prometheus-{v['PROMETHEUS_VERSION']}" / "prometheus",
         versions=v,
     )
 

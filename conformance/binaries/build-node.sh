@@ -12,6 +12,8 @@
 #   libnvidia-ml.so (mock NVML) + GPU configs NVIDIA k8s-test-infra source (--nvidia-src)
 #   busybox                                   this host's static busybox (Debian busybox-static):
 #                                             base of the pause and workload images
+#   prometheus                                github.com/prometheus/prometheus (its Kubernetes
+#                                             service discovery only): the node's monitoring system
 #   gpu-operator, nvidia-validator, cleanup-gpuclusters + assets/, manifests/,
 #   validator-manifests/                      NVIDIA gpu-operator source (--nvidia-src); opt-in:
 #                                             not in `all` (`gpuconf node operator` needs it)
@@ -30,7 +32,7 @@ set -euo pipefail
 BUILD_LOG_NAME=build-node
 # shellcheck source=lib.sh (the pins, the cache, log/die/built/finish, need_go/need_cc, module_dir)
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
-COMPONENTS=(kubelet containerd runc cni toolkit nfd device-plugin mock-nvml busybox)
+COMPONENTS=(kubelet containerd runc cni toolkit nfd device-plugin mock-nvml busybox prometheus)
 OPTIONAL=(gpu-operator)  # built only when named
 
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
@@ -158,6 +160,27 @@ build_nfd() {
   rm -rf "$work/nfd-$v"
 }
 
+# build_prometheus: the Prometheus server, inside its own module (go.mod and go.sum apply), with
+# only the Kubernetes service discovery (upstream's plugins/ build tags: remove_all_sd leaves out
+# every SD, enable_kubernetes_sd brings that one back) and without the embedded web UI (the
+# query API is all the node needs). Debian's prometheus package (2.42) has no Kubernetes SD.
+build_prometheus() {
+  local v="$PROMETHEUS_VERSION" dest="$bin_root/prometheus-$PROMETHEUS_VERSION"
+  if built "$dest"; then log "prometheus $v: cached at $dest"; return; fi
+  need_go
+  local dir tree="$work/prometheus-$v/tree" out="$work/prometheus-$v/out"
+  dir=$(module_dir "github.com/prometheus/prometheus@$v")
+  rm -rf "$tree" "$out" && mkdir -p "$out" && cp -r "$dir" "$tree" && chmod -R u+w "$tree"
+  cd "$tree"
+  log "prometheus $v: compiling cmd/prometheus (Kubernetes SD only; slow on a cold cache)"
+  # its go.work names nested modules the module zip leaves out: build the module alone
+  GOWORK=off CGO_ENABLED=0 go build -trimpath -tags remove_all_sd,enable_kubernetes_sd,netgo \
+    -ldflags "-s -w -X github.com/prometheus/common/version.Version=$v" -o "$out/" ./cmd/prometheus
+  "$out/prometheus" --version 2>&1 | head -n 1
+  finish "$out" "$dest"
+  rm -rf "$work/prometheus-$v"
+}
+
 # ---- NVIDIA sources from --nvidia-src ----
 build_device_plugin() {
   local v="$NVIDIA_DEVICE_PLUGIN_VERSION" dest="$bin_root/nvidia-device-plugin-$NVIDIA_DEVICE_PLUGIN_VERSION"
@@ -251,6 +274,7 @@ run_one() {
     device-plugin) build_device_plugin ;;
     mock-nvml) build_mock_nvml ;;
     busybox) build_busybox ;;
+    prometheus) build_prometheus ;;
     gpu-operator) build_gpu_operator ;;
     *) die "unknown component '$1' (one of: all ${COMPONENTS[*]} ${OPTIONAL[*]})" 2 ;;
   esac

@@ -242,3 +242,23 @@ def create_or_replace(create: Callable[[], T], replace: Callable[[], T]) -> T:
         return create()
     except Conflict:
         return replace()
+
+
+def get_text(cluster: Cluster, path: str, query: list[tuple[str, str]] | None = None, *,
+             probe: bool = False) -> str:
+    """A raw GET through the suite's client (counted and retried like every other call):
+    an API path, or a service proxy's (``/api/v1/namespaces/NS/services/NAME:PORT/proxy/...``)
+    with its ``query`` parameters. ``probe``: retried only briefly (the probe's policy), for
+    a backend whose 503 should say so in seconds."""
+    api = cluster.probe.api_client if probe else cluster.api_client
+    if hasattr(api, "param_serialize"):  # kubernetes client >= 33 (openapi-generator 7)
+        params = api.param_serialize("GET", path, query_params=query or [],
+                                     auth_settings=["BearerToken"])
+        response = api.call_api(*params)
+        data = response.read() if hasattr(response, "read") else response.data
+        if not 200 <= response.status < 300:
+            raise ApiException(status=response.status, reason=response.reason)
+        return data.decode() if isinstance(data, bytes) else str(data)
+    data = api.call_api(path, "GET", query_params=query or [], auth_settings=["BearerToken"],
+                        _preload_content=False, _return_http_data_only=True)
+    return data.data.decode()

@@ -26,7 +26,7 @@ from conformance.checks import dra as rules
 from conformance.checks.gpu_nodes import GpuNode
 from conformance.checks.rollout import pod_ready
 from conformance.cluster import pods
-from conformance.cluster.client import Cluster, Forbidden, NotFound
+from conformance.cluster.client import Cluster, Forbidden, NotFound, get_text
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.nvidia import dra
@@ -163,21 +163,6 @@ def api_feature_gates(cluster: Cluster) -> tuple[dict[str, bool] | None, str]:
         return None, f"GET /metrics: {exc.status} {exc.reason}"
     gates = {m[1]: float(m[2]) == 1.0 for m in map(_GATE_LINE.match, text.splitlines()) if m}
     return (gates, "") if gates else (None, "no kubernetes_feature_enabled metric")
-
-
-def get_text(cluster: Cluster, path: str) -> str:
-    """A raw GET through the suite's client (counted and retried like every other call)."""
-    api = cluster.api_client
-    if hasattr(api, "param_serialize"):  # kubernetes client >= 33 (openapi-generator 7)
-        params = api.param_serialize("GET", path, auth_settings=["BearerToken"])
-        response = api.call_api(*params)
-        data = response.read() if hasattr(response, "read") else response.data
-        if not 200 <= response.status < 300:
-            raise ApiException(status=response.status, reason=response.reason)
-        return data.decode() if isinstance(data, bytes) else str(data)
-    data = api.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
-                        _return_http_data_only=True)
-    return data.data.decode()
 
 
 def _list(cluster: Cluster, plural: str, namespace: str | None = None, **kwargs) -> list[dict]:

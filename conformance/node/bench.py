@@ -19,8 +19,8 @@ import time
 from conformance.node import lifecycle
 from conformance.options import add_node_arguments
 
-MILESTONES = ("control_plane_ready", "images_imported", "node_ready", "daemonsets_rolled_out",
-              "gpus_advertised", "total")
+MILESTONES = ("control_plane_ready", "images_imported", "node_ready", "prometheus_ready",
+              "daemonsets_rolled_out", "gpus_advertised", "total")
 
 
 def parser() -> argparse.ArgumentParser:

@@ -17,8 +17,9 @@ from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed
 from conformance.common.processes import log_tail
 from conformance.node import chart as chartmod
-from conformance.node import configs, host, images, procs
+from conformance.node import configs, host, images, procs, workload_image
 from conformance.node.state import NodeState
+from conformance.options import DEFAULT_METRICS_IMAGE
 
 # Measured here (2 cores): containerd answers in < 1 s; an import of hundreds of MB takes
 # seconds on a warm page cache. The limits leave room on a loaded CI machine.
@@ -98,6 +99,9 @@ def import_node_images(state: NodeState, nb: binaries.NodeBinaries,
                        progress: Progress) -> None:
     """The node's own images (plugin, GFD, NFD, pause ...) from one cached archive."""
     imgs, roles = images.node_images(nb)
+    # the inference stand-in's python3 (INF-*), under the suite's default image name
+    imgs.append(workload_image.stdlib_image(DEFAULT_METRICS_IMAGE, nb.busybox))
+    roles["python"] = DEFAULT_METRICS_IMAGE
     t0 = time.monotonic()
     archive, cached = images.cached_archive(imgs)
     if not cached:

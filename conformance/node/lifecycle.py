@@ -41,7 +41,7 @@ from conformance.controlplane.components import (
     ControlPlane,
 )
 from conformance.node import chart as chartmod
-from conformance.node import configs, containerd, gpu, host, images, kube, procs
+from conformance.node import configs, containerd, gpu, host, images, kube, procs, prometheus
 from conformance.node.state import (
     HOST_PATHS,
     KUBELET_ROOT,
@@ -107,6 +107,8 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
         mark("control_plane_ready")
         _join(state, cp_state, nb, progress)
         mark("node_ready")
+        prometheus.start(state, cp_state, connect(str(cp_state.kubeconfig)), progress)
+        mark("prometheus_ready")
         _install_chart(state, cp_state, nb, chart, chart_values or {}, progress)
         mark("daemonsets_rolled_out")
         _wait_gpus(state, cp_state, progress)
@@ -594,7 +596,7 @@ def _teardown(state: NodeState, progress: Progress, keep_logs: bool) -> None:
     nb = binaries.locate_node()
     tool = host.ip_tool(nb.busybox)
     # 1. the kubelet first: it would restart what is stopped below
-    for component in ("kubelet", "relay"):
+    for component in ("kubelet", "relay", prometheus.COMPONENT):
         if component in state.pids:
             progress(f"stopping {component} (pid {state.pids[component]})")
             procs.stop(state.pids[component], state.binaries.get(component, ""))

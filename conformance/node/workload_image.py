@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -302,3 +303,12 @@ def build_and_import(name: str, *, python: str = "python3", tag: str | None = No
     if not archive:
         out.unlink(missing_ok=True)
     return image.refs[0]
+
+
+def stdlib_image(ref: str, busybox: Path) -> Image:
+    """An image of this host's Python with its standard library only (no packages): what a
+    dependency-free stand-in (``python3 -c SCRIPT``) needs, under ``ref``."""
+    base = getattr(sys, "_base_executable", sys.executable)  # the interpreter, not a venv's
+    doc = probe(base, ("http",))
+    return Image([ref], image_entries(doc, busybox), cmd=["python3"],
+                 env={"PATH": images.PATH_ENV, "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"})

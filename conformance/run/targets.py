@@ -23,6 +23,7 @@ from conformance.common.console import say
 from conformance.common.errors import UsageError
 from conformance.controlplane.components import REAL_NODE_LABEL
 from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
+from conformance.node.prometheus import QUERY_ANNOTATION
 from conformance.options import Options
 from conformance.sim import cluster as simcluster
 
@@ -104,6 +105,10 @@ def resolve(options: Options, run_id: str) -> Env:
     env.gpu_source = mock_gpu_source(nodes) or simulated_gpu_source(env.simulated, nodes)
     if target == "sim":
         env.gpu_source = env.gpu_source or "the sim simulates nodes and pods, not devices"
+    # the real node's own Prometheus (INF-MET-001), also from a Job or plugin pod on it
+    query = None if options.metrics_query else node_metrics_query(nodes)
+    if query:
+        env.options = env.options.replace(metrics_query=query)
     return env
 
 
@@ -128,6 +133,17 @@ def mock_gpu_source(nodes) -> str:
             return (f"node {node.metadata.name} runs NVIDIA's mock NVML ({profile}): no device "
                     "can be opened")
     return ""
+
+
+def node_metrics_query(nodes) -> str | None:
+    """The query API of the real node's own Prometheus (``gpuconf node up`` annotates the node
+    with its URL), or None."""
+    for node in nodes:
+        if REAL_NODE_LABEL in (node.metadata.labels or {}):
+            found = (node.metadata.annotations or {}).get(QUERY_ANNOTATION)
+            if found:
+                return found
+    return None
 
 
 def create_kind(options: Options):
