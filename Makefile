@@ -30,6 +30,10 @@ setup: $(BIN)/gpuconf  ## venv + package + control-plane and real-node binaries 
 	@# the GPU Operator from source (`gpuconf node operator`), opt-in: where NVIDIA_SRC has it
 	$(if $(NVIDIA_SRC),bash conformance/binaries/build-node.sh --nvidia-src $(NVIDIA_SRC) gpu-operator \
 	  || echo "warning: the GPU Operator (gpuconf node operator) is not built: see the errors above")
+	@# the suite's image (`gpuconf job`, the Sonobuoy plugin; the node tests run it), optional:
+	@# buildah and debootstrap; built again only when a file it copies changed
+	bash ci/build-image.sh \
+	  || echo "warning: the suite's image is not built (needs root, buildah, debootstrap): see above"
 
 $(BIN)/gpuconf: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,7 +73,7 @@ collected-ids:  ## the list of test IDs tests/unit/test_collected_ids.py holds t
 bench:  ## scale benchmark: the stack and scheduling suites against 500 GPU nodes
 	$(BIN)/python ci/bench_scale.py
 
-image:  ## the suite's image, built for real without Docker (buildah; not part of `make test`)
+image:  ## the suite's image, built for real without Docker (buildah; also in `make setup`)
 	bash ci/build-image.sh $(IMAGE_ARGS)
 
 clean:

@@ -8,14 +8,16 @@
 #   3. smoke checks in a working container (`buildah run`, no engine): gpuconf --help, job render;
 #   4. a docker-archive at CACHE/gpu-conformance-VERSION.tar, which `gpuconf node` can import
 #      into a node's containerd (conformance/node/lifecycle.py: import_archive).
-# Idempotent: a second run reuses the base and rebuilds only the image (buildah's layer cache).
+# Idempotent: a second run reuses the base and rebuilds only the image (buildah's layer cache);
+# an archive built from the same inputs (a sha256 over the files the Dockerfile copies, as
+# .dockerignore leaves them, in ARCHIVE.inputs) is current: nothing is built (--force builds).
 #
-# Usage: ci/build-image.sh [--rebuild-base] [--no-smoke] [--no-host-ca] [--out ARCHIVE]
+# Usage: ci/build-image.sh [--rebuild-base] [--force] [--no-smoke] [--no-host-ca] [--out ARCHIVE]
 # Needs root, buildah (apt-get install buildah) and debootstrap; the Debian mirror for the base.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: ci/build-image.sh [--rebuild-base] [--no-smoke] [--no-host-ca] [--out ARCHIVE]" >&2; exit 2; }
+usage() { echo "usage: ci/build-image.sh [--rebuild-base] [--force] [--no-smoke] [--no-host-ca] [--out ARCHIVE]" >&2; exit 2; }
 
 CACHE=${GPUCONF_IMAGE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gpu-conformance/images}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -25,11 +27,13 @@ VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
 IMAGE=localhost/gpu-conformance:$VERSION
 OUT=$CACHE/gpu-conformance-$VERSION.tar
 rebuild_base=0
+force=0
 smoke=1
 host_ca=1
 while (( $# )); do
   case $1 in
-    --rebuild-base) rebuild_base=1 ;;
+    --rebuild-base) rebuild_base=1; force=1 ;;
+    --force) force=1 ;;
     --no-smoke) smoke=0 ;;
     --no-host-ca) host_ca=0 ;;
     --out) [[ $# -ge 2 && -n $2 ]] || usage; OUT=$2; shift ;;
@@ -39,6 +43,17 @@ while (( $# )); do
   shift
 done
 [[ -n $VERSION ]] || { echo "ci/build-image.sh: no version in pyproject.toml" >&2; exit 1; }
+
+# What the image is built from: the Dockerfile, the files it copies (without the bytecode
+# .dockerignore leaves out) and the CA choice; the same hash next to the archive = current.
+inputs=$( { echo "host_ca=$host_ca"
+            find deploy/image pyproject.toml README.md conformance gpu_kernels -type f \
+              ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 | LC_ALL=C sort -z \
+              | xargs -0 sha256sum; } | sha256sum | cut -d' ' -f1)
+if (( ! force )) && [[ -s $OUT && "$(cat "$OUT.inputs" 2>/dev/null)" == "$inputs" ]]; then
+  echo "== current: $OUT (built from these inputs, sha256 $inputs; --force builds again)"
+  exit 0
+fi
 
 need() {  # need COMMAND PACKAGE
   command -v "$1" >/dev/null 2>&1 \
@@ -139,6 +154,7 @@ mkdir -p "$(dirname "$OUT")"
 rm -f "$OUT.partial"
 buildah push -q "$IMAGE" "docker-archive:$OUT.partial:${IMAGE#localhost/}" >/dev/null
 mv "$OUT.partial" "$OUT"
+echo "$inputs" > "$OUT.inputs"
 size=$(buildah images --format '{{.Size}}' "$IMAGE" | head -1)
 step "done in $(( $(date +%s) - t_start ))s: $IMAGE ($size), archive $(du -h "$OUT" | cut -f1)"
 echo "a node imports it with conformance.node.lifecycle.import_archive (ctr -n k8s.io images import, pinned)"
