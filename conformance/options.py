@@ -101,6 +101,11 @@ class Options:
         metavar="MECHANISM[:QUEUE]", help="the gang scheduler the gang checks (SCHED-GANG-*) "
         "drive, and its queue: kueue:CLUSTERQUEUE (default: the one gang scheduler found, and "
         "its ClusterQueue with the most nvidia.com/gpu quota open to the run's namespaces)")
+    hpa_metric: str | None = _option(
+        metavar="METRIC", help="the custom metric the pod-autoscaling checks (SCHED-HPA-*) "
+        "write for their GPU Deployment and scale it on, through the adapter behind "
+        "custom.metrics.k8s.io (custom-metrics-apiserver's /write-metrics; default "
+        "gpuconf_gpu_load)")
     # --- images of the pods on real GPUs ----------------------------------------------------
     cuda_image: str = _option(DEFAULT_CUDA_IMAGE, metavar="IMAGE",
                               help=f"image of the nvidia-smi pods (default {DEFAULT_CUDA_IMAGE})")

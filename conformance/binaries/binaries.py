@@ -93,6 +93,29 @@ def require_kueue() -> KueueBuild:
     return build
 
 
+@dataclass(frozen=True)
+class MetricsAdapterBuild:
+    """custom-metrics-apiserver's test adapter (build-controlplane.sh metrics-adapter)."""
+
+    folder: Path
+    version: str
+
+    @property
+    def adapter(self) -> Path:
+        return self.folder / "test-adapter"
+
+
+def require_metrics_adapter() -> MetricsAdapterBuild:
+    """The test adapter's build, or a usage error that names the build step."""
+    v = read_versions()["CUSTOM_METRICS_APISERVER_VERSION"]
+    build = MetricsAdapterBuild(cache_dir() / "bin" / f"custom-metrics-apiserver-{v}", v)
+    if not build.adapter.is_file():
+        raise UsageError(f"the custom metrics test adapter {v} is not built (under "
+                         f"{build.folder}): run `make setup` or `gpuconf sim build "
+                         "metrics-adapter` (needs the Go toolchain)")
+    return build
+
+
 def require() -> Binaries:
     """The binaries, or a usage error that names the fix."""
     bins = locate()

@@ -6,6 +6,7 @@
 #   kwok                                                      (sigs.k8s.io/kwok/cmd/kwok)
 #   helm                                                      (helm.sh/helm/v3/cmd/helm)
 #   kueue, with its CRDs under crds/                          (sigs.k8s.io/kueue/cmd/kueue)
+#   custom-metrics-apiserver's test adapter (test-adapter)    (sigs.k8s.io/custom-metrics-apiserver)
 #
 # Each component lands in $GPUCONF_CACHE/bin/<component>-<version>/ and is rebuilt only
 # when missing; the Kubernetes commands with the wrapper-module recipe of lib.sh.
@@ -59,6 +60,31 @@ build_kueue() {
   rm -rf "$mod"
 }
 
+# build_metrics_adapter: the test adapter of sigs.k8s.io/custom-metrics-apiserver, a real
+# custom metrics API server (the library's own) whose metric values are written through its
+# /write-metrics API; the sim's pod-autoscaling profile serves custom.metrics.k8s.io with it.
+# One upstream line is changed: v1.37.0 serves /write-metrics on the fixed address ":8080" (every
+# interface); the copy of test-adapter/main.go (package main, importing only the module's
+# packages) built here reads TEST_ADAPTER_WRITE_ADDR first, so sims side by side each pick a port.
+build_metrics_adapter() {
+  local v="$CUSTOM_METRICS_APISERVER_VERSION" dest="$bin_root/custom-metrics-apiserver-$CUSTOM_METRICS_APISERVER_VERSION"
+  local pin='Addr:              ":8080",'
+  if built "$dest" test-adapter; then log "custom-metrics-apiserver $v: cached at $dest"; return; fi
+  local mod="$work/custom-metrics-apiserver-$v" src
+  rm -rf "$mod" && mkdir -p "$mod/out" && cd "$mod"
+  log "custom-metrics-apiserver $v: resolving sigs.k8s.io/custom-metrics-apiserver@$v"
+  printf 'module local/metricsadapterbin\n\ngo 1.26.0\n' > go.mod
+  src=$(module_dir "sigs.k8s.io/custom-metrics-apiserver@$v")
+  grep -qF "$pin" "$src/test-adapter/main.go" || die "custom-metrics-apiserver $v: test-adapter/main.go no longer has the line this build changes ($pin): revisit build_metrics_adapter"
+  sed "s|$pin|Addr: func() string { if a := os.Getenv(\"TEST_ADAPTER_WRITE_ADDR\"); a != \"\" { return a }; return \":8080\" }(),|" \
+    "$src/test-adapter/main.go" > main.go
+  go get "sigs.k8s.io/custom-metrics-apiserver@$v"
+  log "custom-metrics-apiserver $v: compiling test-adapter (slow on a cold cache)"
+  go build -trimpath -ldflags "-s -w" -o out/test-adapter .
+  finish "$mod/out" "$dest"
+  rm -rf "$mod"
+}
+
 start=$(date +%s)
 only="${1:-all}"
 case "$only" in
@@ -67,7 +93,8 @@ case "$only" in
   all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok ;;&
   all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm ;;&
   all|kueue) build_kueue ;;&
-  all|kubernetes|etcd|kwok|helm|kueue) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue]" >&2; exit 2 ;;
+  all|metrics-adapter) build_metrics_adapter ;;&
+  all|kubernetes|etcd|kwok|helm|kueue|metrics-adapter) ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|metrics-adapter]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"

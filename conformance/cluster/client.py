@@ -101,6 +101,8 @@ class Cluster:
         self.probe = client.VersionApi(self._sibling(_retry_policy(PROBE_RETRY_TOTAL)))
         self.apps = client.AppsV1Api(self.api_client)
         self.batch = client.BatchV1Api(self.api_client)
+        self.autoscaling = client.AutoscalingV2Api(self.api_client)
+        self.apiregistration = client.ApiregistrationV1Api(self.api_client)
         self.custom = client.CustomObjectsApi(self.api_client)
         self.rbac = client.RbacAuthorizationV1Api(self.api_client)
         self.version = client.VersionApi(self.api_client)
@@ -124,6 +126,20 @@ class Cluster:
         sibling = self._sibling(self.api_client.configuration.retries)
         sibling.set_default_header("Impersonate-User", username)
         return client.CoreV1Api(sibling)
+
+    def raw(self, method: str, path: str, body: object = None) -> str:
+        """A request to a path no typed API covers (discovery documents, a service proxy),
+        through the same client (counted and retried alike); the response body."""
+        api = self.api_client
+        headers = {"Content-Type": "application/json"} if body is not None else None
+        params = api.param_serialize(method, path, body=body, header_params=headers,
+                                     auth_settings=["BearerToken"])
+        response = api.call_api(*params)
+        data = response.read() if hasattr(response, "read") else response.data
+        text = data.decode() if isinstance(data, bytes) else str(data)
+        if not 200 <= response.status < 300:  # NotFound, Forbidden, ... as the typed APIs raise
+            raise ApiException.from_response(http_resp=response, body=text, data=None)
+        return text
 
     @property
     def server(self) -> str:

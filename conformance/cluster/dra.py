@@ -167,17 +167,7 @@ def api_feature_gates(cluster: Cluster) -> tuple[dict[str, bool] | None, str]:
 
 def get_text(cluster: Cluster, path: str) -> str:
     """A raw GET through the suite's client (counted and retried like every other call)."""
-    api = cluster.api_client
-    if hasattr(api, "param_serialize"):  # kubernetes client >= 33 (openapi-generator 7)
-        params = api.param_serialize("GET", path, auth_settings=["BearerToken"])
-        response = api.call_api(*params)
-        data = response.read() if hasattr(response, "read") else response.data
-        if not 200 <= response.status < 300:
-            raise ApiException(status=response.status, reason=response.reason)
-        return data.decode() if isinstance(data, bytes) else str(data)
-    data = api.call_api(path, "GET", auth_settings=["BearerToken"], _preload_content=False,
-                        _return_http_data_only=True)
-    return data.data.decode()
+    return cluster.raw("GET", path)
 
 
 def _list(cluster: Cluster, plural: str, namespace: str | None = None, **kwargs) -> list[dict]:

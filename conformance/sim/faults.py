@@ -194,6 +194,24 @@ FAULTS: tuple[Fault, ...] = (
           "certificates)", profile="gang-kueue",
           fails={"SCHED-GANG-001", "SCHED-GANG-002"},
           word="Kueue"),
+    # --- pod autoscaling: the HPA on a custom metric (sim/metrics_adapter.py plays them) -------
+    Fault("hpa-metrics-api-down",
+          "the custom metrics adapter is not running; its APIServices (custom.metrics.k8s.io) "
+          "and Service are still registered",
+          "HPAs on custom metrics never scale: FailedGetObjectMetric, the APIService is "
+          "unavailable (FailedDiscoveryCheck)",
+          "no scaling -> the custom metrics adapter behind APIService "
+          "v1beta2.custom.metrics.k8s.io (its pod, logs and certificates)",
+          profile="pod-autoscaling", fails={"SCHED-HPA-001", "SCHED-HPA-002"},
+          word="custom metrics API"),
+    Fault("hpa-gpus-held",
+          "another team's inference Deployment holds every GPU but one",
+          "an HPA scales a GPU Deployment up, and its new pods stay Pending with "
+          "'Insufficient nvidia.com/gpu'",
+          "scaled pods Pending -> no GPU free for them: the GPU nodes' use (and a cluster "
+          "autoscaler for GPU node groups)",
+          profile="pod-autoscaling", fails={"SCHED-HPA-001"},
+          word="found no GPU"),
     Fault("standin-ignores-changes",
           "the operator stand-in stops reconciling ClusterPolicy and node-label changes",
           "a ClusterPolicy change never reaches the operands",

@@ -73,7 +73,8 @@ def resized(base: profiles.Profile, nodes: int | None,
     groups = tuple(new if g is gpu else g for g in base.groups if not g.is_gpu or g is gpu)
     return profiles.Profile(f"{base.name}-{new.count}x{new.gpus_per_node}",
                             f"{base.description} (resized to {new.count} GPU nodes x "
-                            f"{new.gpus_per_node} GPUs)", groups, stack=base.stack, gang=base.gang)
+                            f"{new.gpus_per_node} GPUs)", groups, stack=base.stack, gang=base.gang,
+                            custom_metrics=base.custom_metrics)
 
 
 @dataclass

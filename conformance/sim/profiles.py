@@ -71,6 +71,7 @@ ALLOCATIONS = ("device-plugin", "dra")
 OPERATOR_STACK = "gpu-operator"  # the GPU Operator with a ClusterPolicy
 STACKS = (OPERATOR_STACK, "device-plugin-chart", "gpu-cluster")
 GANG_SCHEDULERS = (None, "kueue")
+CUSTOM_METRICS_ADAPTERS = (None, "test-adapter")
 
 
 @dataclass(frozen=True)
@@ -239,8 +240,15 @@ class Profile:
     # Who places gangs all-or-nothing: None (nobody), or "kueue" (Kueue's manager runs as a
     # process of the control plane, with one ClusterQueue: sim/kueue.py).
     gang: str | None = None
+    # Who serves the custom metrics API (custom.metrics.k8s.io) the HPA scales on: None
+    # (nobody), or "test-adapter" (custom-metrics-apiserver's test adapter runs as a process of
+    # the control plane, registered as an APIService: sim/metrics_adapter.py).
+    custom_metrics: str | None = None
 
     def __post_init__(self) -> None:
+        if self.custom_metrics not in CUSTOM_METRICS_ADAPTERS:
+            raise ValueError(f"profile {self.name!r}: custom_metrics {self.custom_metrics!r} "
+                             f"is not one of {CUSTOM_METRICS_ADAPTERS}")
         if self.gang not in GANG_SCHEDULERS:
             raise ValueError(f"profile {self.name!r}: gang {self.gang!r} is not one of "
                              f"{GANG_SCHEDULERS}")
@@ -389,6 +397,10 @@ def _profiles() -> dict[str, Profile]:
         Profile("gang-kueue", "Kueue v0.17.0 places gangs all-or-nothing: one ClusterQueue "
                 "with quota for the 4 GPUs of 2 x 2 H100",
                 (gpu_group("h100", 2, H100, 2, **_A3_2G), cpu_group()), gang="kueue"),
+        Profile("pod-autoscaling", "custom-metrics-apiserver v1.37.0's test adapter serves "
+                "custom.metrics.k8s.io; the HPA scales GPU Deployments on 2 x 2 H100",
+                (gpu_group("h100", 2, H100, 2, **_A3_2G), cpu_group()),
+                custom_metrics="test-adapter"),
         # --- DRA: the NVIDIA DRA driver (gpu.nvidia.com) hands out the GPUs (sim/dra.py) ---
         Profile("dra", "DRA only: 1 x 8 A100-40GB (compute 8.0) and 2 x 8 H100 (9.0) publish "
                 "gpu.nvidia.com pools; no nvidia.com/gpu in their capacity",

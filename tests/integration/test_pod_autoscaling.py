@@ -1,0 +1,44 @@
+"""Pod autoscaling on the sim with the real HPA (kube-controller-manager) and the real custom
+metrics API (custom-metrics-apiserver v1.37.0's test adapter, profile pod-autoscaling): both
+checks pass, the CNCF item pod_autoscaling reads Implemented, the checks stay under a minute,
+and they are not-applicable where no custom metrics API is registered. The faults that must fail
+them are in the fault matrix (test_fault_matrix.py: hpa-metrics-api-down, hpa-gpus-held)."""
+
+from __future__ import annotations
+
+from conformance.cluster.namespaces import leftover_namespaces
+from conformance.report import cncf
+from tests.helpers import run_suites, verdicts
+
+HPA = {"SCHED-HPA-001", "SCHED-HPA-002"}
+HPA_CHECKS_BUDGET_S = 60.0  # the issue's 3 minutes for gang, cluster and pod autoscaling
+
+
+def _hpa_item(doc: dict) -> dict:
+    return next(i for i in cncf.rollup(doc["requirements"])["items"]
+                if i["id"] == "pod_autoscaling")
+
+
+def test_hpa_checks_pass_on_the_test_adapter_and_the_cncf_item_is_implemented(
+        sim, sim_cluster, sim_state, tmp_path):
+    sim_state("pod-autoscaling")
+    code, doc, out = run_suites(sim.kubeconfig, tmp_path, "scheduling/test_pod_autoscaling.py")
+    assert verdicts(doc, "pass") == HPA and code == 0, out[-3000:]
+    item = _hpa_item(doc)
+    assert item["status"] == cncf.IMPLEMENTED
+    rows = {r["id"]: r for r in doc["requirements"]}
+    assert "scaled a GPU Deployment from 1 to 3 replicas" in rows["SCHED-HPA-001"]["message"]
+    assert "stabilization window" in rows["SCHED-HPA-002"]["message"]
+    took = sum(t["duration_s"] for r in doc["requirements"] if r["id"] in HPA
+               for t in r["tests"])
+    assert took < HPA_CHECKS_BUDGET_S, f"the pod-autoscaling checks took {took:.1f}s"
+    assert leftover_namespaces(sim_cluster) == []
+
+
+def test_hpa_checks_are_not_applicable_without_a_custom_metrics_api(sim, sim_state, tmp_path):
+    sim_state("healthy")
+    code, doc, out = run_suites(sim.kubeconfig, tmp_path, "scheduling/test_pod_autoscaling.py")
+    assert verdicts(doc, "not-applicable") >= HPA and code == 0, out[-3000:]
+    rows = {r["id"]: r for r in doc["requirements"]}
+    assert "no custom metrics API" in rows["SCHED-HPA-001"]["message"]
+    assert _hpa_item(doc)["status"] == cncf.NOT_APPLICABLE
