@@ -43,6 +43,19 @@ def verdicts(doc: dict, verdict: str) -> set[str]:
     return {r["id"] for r in doc["requirements"] if r["verdict"] == verdict}
 
 
+def cncf_item(doc: dict, item_id: str) -> dict:
+    """The run's CNCF checklist item ``item_id``, as the report rolls it up."""
+    from conformance.report import cncf
+
+    return next(i for i in cncf.rollup(doc["requirements"])["items"] if i["id"] == item_id)
+
+
+def seconds_took(doc: dict, ids: set[str]) -> float:
+    """The summed durations of the checks of requirements ``ids`` in a run."""
+    return sum(t["duration_s"] for r in doc["requirements"] if r["id"] in ids
+               for t in r["tests"])
+
+
 def run_with_fault(sim, sim_cluster, sim_state, tmp_path: Path, fault: Fault) -> None:
     """Play ``fault`` on its profile, run its suites and hold the run to what the catalog says
     it fails (:func:`assert_fails_exactly`)."""

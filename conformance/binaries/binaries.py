@@ -83,13 +83,18 @@ class KueueBuild:
         return sorted((self.folder / "crds").glob("*.yaml"))
 
 
+def _not_built(what: str, folder: Path, component: str) -> UsageError:
+    """The usage error for a component build-controlplane.sh builds on demand."""
+    return UsageError(f"{what} is not built (under {folder}): run `make setup` or "
+                      f"`gpuconf sim build {component}` (needs the Go toolchain)")
+
+
 def require_kueue() -> KueueBuild:
     """Kueue's build, or a usage error that names the build step."""
     v = read_versions()["KUEUE_VERSION"]
     build = KueueBuild(cache_dir() / "bin" / f"kueue-{v}", v)
     if not (build.manager.is_file() and build.crds):
-        raise UsageError(f"Kueue {v} is not built (under {build.folder}): run `make setup` or "
-                         "`gpuconf sim build kueue` (needs the Go toolchain)")
+        raise _not_built(f"Kueue {v}", build.folder, "kueue")
     return build
 
 
@@ -110,9 +115,7 @@ def require_metrics_adapter() -> MetricsAdapterBuild:
     v = read_versions()["CUSTOM_METRICS_APISERVER_VERSION"]
     build = MetricsAdapterBuild(cache_dir() / "bin" / f"custom-metrics-apiserver-{v}", v)
     if not build.adapter.is_file():
-        raise UsageError(f"the custom metrics test adapter {v} is not built (under "
-                         f"{build.folder}): run `make setup` or `gpuconf sim build "
-                         "metrics-adapter` (needs the Go toolchain)")
+        raise _not_built(f"the custom metrics test adapter {v}", build.folder, "metrics-adapter")
     return build
 
 

@@ -34,6 +34,23 @@ build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
   rm -rf "$mod"
 }
 
+# build_patched_main NAME VERSION MODULE MAIN BINARY PIN REPLACEMENT: MODULE@VERSION's package
+# main, the one file MAIN (importing only the module's packages), with its line PIN replaced by
+# REPLACEMENT, compiled as $work/NAME-VERSION/out/BINARY (the current folder when it returns);
+# the module's source is left in the caller's $src for the files it takes besides.
+build_patched_main() {
+  local name=$1 v=$2 module=$3 main=$4 binary=$5 pin=$6 replacement=$7
+  rm -rf "$work/$name-$v" && mkdir -p "$work/$name-$v/out" && cd "$work/$name-$v"
+  log "$name $v: resolving $module@$v"
+  printf 'module local/%sbin\n\ngo 1.26.0\n' "${name//-/}" > go.mod
+  src=$(module_dir "$module@$v")
+  grep -qF "$pin" "$src/$main" || die "$name $v: $main no longer has the line this build changes ($pin): revisit build-controlplane.sh"
+  sed "s|$pin|$replacement|" "$src/$main" > main.go
+  go get "$module@$v"
+  log "$name $v: compiling $module/$(dirname "$main") (slow on a cold cache)"
+  go build -trimpath -ldflags "-s -w" -o "out/$binary" .
+}
+
 # build_kueue: Kueue's manager and the CRDs it needs (config/components/crd/bases of its module).
 # One upstream line is changed: with internal cert management off (the sim serves Kueue's
 # webhooks with certificates of its own CA), v0.17.0 reads its metrics certificate from the fixed
@@ -41,23 +58,16 @@ build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
 # (a single file of package main, no internal imports) built here reads KUEUE_METRICS_CERT_DIR
 # first, so a sim needs no root. Everything else is the module as published.
 build_kueue() {
-  local v="$KUEUE_VERSION" dest="$bin_root/kueue-$KUEUE_VERSION" pin='metricsCertPath := "/etc/kueue/metrics/certs"'
+  local v="$KUEUE_VERSION" dest="$bin_root/kueue-$KUEUE_VERSION" src
   if built "$dest" kueue crds; then log "kueue $v: cached at $dest"; return; fi
-  local mod="$work/kueue-$v" src
-  rm -rf "$mod" && mkdir -p "$mod/out/crds" && cd "$mod"
-  log "kueue $v: resolving sigs.k8s.io/kueue@$v"
-  printf 'module local/kueuebin\n\ngo 1.26.0\n' > go.mod
-  src=$(module_dir "sigs.k8s.io/kueue@$v")
-  grep -qF "$pin" "$src/cmd/kueue/main.go" || die "kueue $v: cmd/kueue/main.go no longer has the line this build changes ($pin): revisit build_kueue"
-  sed "s|$pin|metricsCertPath := os.Getenv(\"KUEUE_METRICS_CERT_DIR\"); if metricsCertPath == \"\" { metricsCertPath = \"/etc/kueue/metrics/certs\" }|" \
-    "$src/cmd/kueue/main.go" > main.go
-  go get "sigs.k8s.io/kueue@$v"
-  log "kueue $v: compiling sigs.k8s.io/kueue/cmd/kueue (slow on a cold cache)"
-  go build -trimpath -ldflags "-s -w" -o out/kueue .
+  build_patched_main kueue "$v" sigs.k8s.io/kueue cmd/kueue/main.go kueue \
+    'metricsCertPath := "/etc/kueue/metrics/certs"' \
+    'metricsCertPath := os.Getenv("KUEUE_METRICS_CERT_DIR"); if metricsCertPath == "" { metricsCertPath = "/etc/kueue/metrics/certs" }'
+  mkdir -p out/crds
   cp "$src"/config/components/crd/bases/*.yaml out/crds/
   chmod -R u+w out
-  finish "$mod/out" "$dest"
-  rm -rf "$mod"
+  finish "$work/kueue-$v/out" "$dest"
+  rm -rf "$work/kueue-$v"
 }
 
 # build_metrics_adapter: the test adapter of sigs.k8s.io/custom-metrics-apiserver, a real
@@ -67,22 +77,14 @@ build_kueue() {
 # interface); the copy of test-adapter/main.go (package main, importing only the module's
 # packages) built here reads TEST_ADAPTER_WRITE_ADDR first, so sims side by side each pick a port.
 build_metrics_adapter() {
-  local v="$CUSTOM_METRICS_APISERVER_VERSION" dest="$bin_root/custom-metrics-apiserver-$CUSTOM_METRICS_APISERVER_VERSION"
-  local pin='Addr:              ":8080",'
+  local v="$CUSTOM_METRICS_APISERVER_VERSION" src
+  local dest="$bin_root/custom-metrics-apiserver-$v"
   if built "$dest" test-adapter; then log "custom-metrics-apiserver $v: cached at $dest"; return; fi
-  local mod="$work/custom-metrics-apiserver-$v" src
-  rm -rf "$mod" && mkdir -p "$mod/out" && cd "$mod"
-  log "custom-metrics-apiserver $v: resolving sigs.k8s.io/custom-metrics-apiserver@$v"
-  printf 'module local/metricsadapterbin\n\ngo 1.26.0\n' > go.mod
-  src=$(module_dir "sigs.k8s.io/custom-metrics-apiserver@$v")
-  grep -qF "$pin" "$src/test-adapter/main.go" || die "custom-metrics-apiserver $v: test-adapter/main.go no longer has the line this build changes ($pin): revisit build_metrics_adapter"
-  sed "s|$pin|Addr: func() string { if a := os.Getenv(\"TEST_ADAPTER_WRITE_ADDR\"); a != \"\" { return a }; return \":8080\" }(),|" \
-    "$src/test-adapter/main.go" > main.go
-  go get "sigs.k8s.io/custom-metrics-apiserver@$v"
-  log "custom-metrics-apiserver $v: compiling test-adapter (slow on a cold cache)"
-  go build -trimpath -ldflags "-s -w" -o out/test-adapter .
-  finish "$mod/out" "$dest"
-  rm -rf "$mod"
+  build_patched_main custom-metrics-apiserver "$v" sigs.k8s.io/custom-metrics-apiserver \
+    test-adapter/main.go test-adapter 'Addr:              ":8080",' \
+    'Addr: func() string { if a := os.Getenv("TEST_ADAPTER_WRITE_ADDR"); a != "" { return a }; return ":8080" }(),'
+  finish "$work/custom-metrics-apiserver-$v/out" "$dest"
+  rm -rf "$work/custom-metrics-apiserver-$v"
 }
 
 start=$(date +%s)

@@ -12,16 +12,11 @@ from conformance.cluster.namespaces import leftover_namespaces
 from conformance.cluster.waits import wait_for
 from conformance.report import cncf
 from conformance.sim.faults import BY_NAME
-from tests.helpers import assert_fails_exactly, run_suites, verdicts
+from tests.helpers import assert_fails_exactly, cncf_item, run_suites, seconds_took, verdicts
 
 HPA = {"SCHED-HPA-001", "SCHED-HPA-002"}
 HPA_CHECKS_BUDGET_S = 60.0  # the 3 minutes for gang, cluster and pod autoscaling
 NAMESPACES_RESUME_S = 60.0  # the namespace controller retries a stalled deletion with backoff
-
-
-def _hpa_item(doc: dict) -> dict:
-    return next(i for i in cncf.rollup(doc["requirements"])["items"]
-                if i["id"] == "pod_autoscaling")
 
 
 def test_hpa_checks_pass_on_the_test_adapter_and_the_cncf_item_is_implemented(
@@ -29,13 +24,11 @@ def test_hpa_checks_pass_on_the_test_adapter_and_the_cncf_item_is_implemented(
     sim_state("pod-autoscaling")
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, "scheduling/test_pod_autoscaling.py")
     assert verdicts(doc, "pass") == HPA and code == 0, out[-3000:]
-    item = _hpa_item(doc)
-    assert item["status"] == cncf.IMPLEMENTED
+    assert cncf_item(doc, "pod_autoscaling")["status"] == cncf.IMPLEMENTED
     rows = {r["id"]: r for r in doc["requirements"]}
     assert "scaled a GPU Deployment from 1 to 3 replicas" in rows["SCHED-HPA-001"]["message"]
     assert "stabilization window" in rows["SCHED-HPA-002"]["message"]
-    took = sum(t["duration_s"] for r in doc["requirements"] if r["id"] in HPA
-               for t in r["tests"])
+    took = seconds_took(doc, HPA)
     assert took < HPA_CHECKS_BUDGET_S, f"the pod-autoscaling checks took {took:.1f}s"
     assert leftover_namespaces(sim_cluster) == []
 
@@ -46,7 +39,7 @@ def test_hpa_checks_are_not_applicable_without_a_custom_metrics_api(sim, sim_sta
     assert verdicts(doc, "not-applicable") >= HPA and code == 0, out[-3000:]
     rows = {r["id"]: r for r in doc["requirements"]}
     assert "no custom metrics API" in rows["SCHED-HPA-001"]["message"]
-    assert _hpa_item(doc)["status"] == cncf.NOT_APPLICABLE
+    assert cncf_item(doc, "pod_autoscaling")["status"] == cncf.NOT_APPLICABLE
 
 
 def test_metrics_api_down_fails_both_and_stalls_namespace_deletion(sim, sim_cluster, sim_state,
