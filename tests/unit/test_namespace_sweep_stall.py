@@ -36,7 +36,7 @@ class _Core:
 def test_a_namespace_whose_deletion_cannot_discover_every_api_stops_the_sweep():
     core = _Core([SimpleNamespace(type="NamespaceDeletionDiscoveryFailure", status="True",
                                   message=STALL)])
-    with pytest.raises(namespaces.DeletionStalled, match="custom.metrics.k8s.io") as stalled:
+    with pytest.raises(namespaces.DeletionStalled, match=r"custom\.metrics\.k8s\.io") as stalled:
         namespaces.sweep(SimpleNamespace(core=core), "run-1")
     assert isinstance(stalled.value, NotConverged)  # the CLI's one-line error, exit 1
     assert core.deleted == ["gpuconf-a"]

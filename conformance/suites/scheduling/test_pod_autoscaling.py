@@ -23,8 +23,8 @@ import pytest
 
 from conformance.checks import pod_autoscaling as hpa
 from conformance.checks.gpu_nodes import GpuNode
+from conformance.cluster import allocation
 from conformance.cluster import evidence as ev
-from conformance.cluster import gang as gangs
 from conformance.cluster import pod_autoscaling as scaling
 from conformance.cluster.client import ApiException, NotFound
 from conformance.plugin.api import finding, not_applicable, not_run
@@ -64,7 +64,7 @@ def autoscaling(request, cluster, gpu_env) -> Autoscaling:
         not_run(f"the custom metrics API's {decision.api.backend} has no port named "
                 f"{hpa.WRITE_PORT!r}: {WRITES}")
     nodes = request.getfixturevalue("require_device_plugin_nodes")
-    free = gangs.physical_free_gpus(cluster, nodes)
+    free = allocation.free_whole_gpus(cluster, nodes)
     planned = hpa.plan(free)
     if planned is None:
         not_run(f"no GPU free on the {len(nodes)} GPU node(s) for the Deployment's first pod")
