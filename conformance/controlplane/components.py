@@ -294,7 +294,7 @@ class ControlPlane:
         }
         pki.issue(kueue.WEBHOOK_CERT, kueue.USER, server=True, hosts=("127.0.0.1", "localhost"))
         pki.issue(metrics_adapter.SERVING_CERT, metrics_adapter.USER, server=True,
-                  hosts=metrics_adapter.serving_hosts(metrics_adapter.host_ip()))
+                  hosts=metrics_adapter.serving_hosts())
         for name, (cn, org) in users.items():
             pair = pki.issue(name, cn, org=org, client=True)
             target = self.folder / ("kubeconfig" if name == "admin" else f"{name}.kubeconfig")

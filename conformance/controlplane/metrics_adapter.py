@@ -18,6 +18,8 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from conformance.common.errors import UsageError
+
 COMPONENT = "metrics-adapter"
 WRITE_PORT = "metrics-adapter-write"
 PORT_NAMES = (COMPONENT, WRITE_PORT)  # its secure port, its /write-metrics port
@@ -41,13 +43,20 @@ def host_ip() -> str:
         except OSError:
             address = "0.0.0.0"
     if address.startswith("127.") or address == "0.0.0.0":
-        raise OSError("no non-loopback IPv4 address on this host: the API server cannot reach "
-                      "an aggregated API on loopback (an endpoint may not be a loopback address)")
+        raise UsageError("the custom metrics adapter needs a non-loopback IPv4 address on this "
+                         "host (a default route): the API server reaches an aggregated API at an "
+                         "endpoint, and an endpoint may not be a loopback address")
     return address
 
 
-def serving_hosts(address: str) -> tuple[str, ...]:
-    return (SERVICE_DNS, f"{SERVICE_DNS}.cluster.local", address)
+def serving_hosts() -> tuple[str, ...]:
+    """The names its serving certificate carries: the Service's, and this host's address
+    where it has one (without, only the profiles that run the adapter fail, saying why)."""
+    names = (SERVICE_DNS, f"{SERVICE_DNS}.cluster.local")
+    try:
+        return (*names, host_ip())
+    except UsageError:
+        return names
 
 
 def argv(binary: str, cluster_folder: Path, ports: dict[str, int], address: str) -> list[str]:

@@ -21,7 +21,7 @@ def test_adapter_serves_on_this_hosts_address_with_the_sim_cas_certificate(tmp_p
     assert {f"--lister-kubeconfig={kc}", f"--authentication-kubeconfig={kc}",
             f"--authorization-kubeconfig={kc}"} <= set(argv)
     assert adapter.env(ports, "192.0.2.2") == {"TEST_ADAPTER_WRITE_ADDR": "192.0.2.2:20002"}
-    assert adapter.serving_hosts("192.0.2.2")[0] == "custom-metrics-apiserver.custom-metrics.svc"
+    assert adapter.serving_hosts()[0] == "custom-metrics-apiserver.custom-metrics.svc"
     assert set(adapter.PORT_NAMES) <= set(PORT_NAMES)
 
 
