@@ -11,6 +11,9 @@ BIN    := $(VENV)/bin
 # cores saturated: more workers only add contention). loadgroup keeps the tests that share
 # one host-wide thing on one worker (the real node; the default sims of `gpuconf run`).
 WORKERS ?= 4
+# Python may cache its bytecode here (a host that sets PYTHONDONTWRITEBYTECODE makes every one of
+# the tests' ~150 child interpreters compile the project's modules again: ~1 s of CPU each).
+unexport PYTHONDONTWRITEBYTECODE
 XDIST   := -n $(WORKERS) --dist loadgroup
 # The fast lane: every unit test, one sim end to end, one fault caught, one least-privilege run.
 FAST_LANE := tests/unit \

@@ -211,6 +211,14 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "partial gang: a queue whose quota exceeds the GPUs the nodes have (Kueue admits by "
        "quota, the scheduler places what fits; waitForPodsReady off), or a gang scheduler "
        "that does not hold back a gang that does not fit", cncf=("gang_scheduling",)),
+    _r("SCHED-AUTOSCALE-001", "A GPU node pool grows for a pending one-GPU pod, the pod runs on "
+       "the added node, and the pool shrinks back once the pod is gone", "scheduling",
+       "node-autoscaler",
+       "no scale-up: the pool offers no instance type with a GPU (Karpenter NodePool "
+       "requirements, the node group's machine type), a pool limit, or the autoscaler is down; "
+       "no scale-down: the pool's disruption settings (Karpenter consolidateAfter Never, a "
+       "budget of 0; Cluster Autoscaler --scale-down-enabled=false or a scale-down-disabled "
+       "annotation) or a pod that blocks draining", cncf=("cluster_autoscaling",)),
     _r("SCHED-HPA-001", "The HPA scales a GPU Deployment up on a custom metric above target, "
        "and the new pods Run on GPU nodes", "scheduling", "pod-autoscaler",
        "no scale-up: the custom metrics API (APIService v1beta2.custom.metrics.k8s.io and its "

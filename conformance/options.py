@@ -101,6 +101,12 @@ class Options:
         metavar="MECHANISM[:QUEUE]", help="the gang scheduler the gang checks (SCHED-GANG-*) "
         "drive, and its queue: kueue:CLUSTERQUEUE (default: the one gang scheduler found, and "
         "its ClusterQueue with the most nvidia.com/gpu quota open to the run's namespaces)")
+    autoscaling_pool: str | None = _option(
+        metavar="MECHANISM:POOL", help="opt in to the cluster autoscaling check "
+        "(SCHED-AUTOSCALE-001), which adds a node (costs money on a cloud), and name the pool "
+        "it grows: karpenter:NODEPOOL, or cluster-autoscaler:LABEL=VALUE (a node label of the "
+        "node group, e.g. cloud.google.com/gke-nodepool=gpu). The sim's one NodePool is used "
+        "without it")
     hpa_metric: str | None = _option(
         metavar="METRIC", help="the custom metric the pod-autoscaling checks (SCHED-HPA-*) "
         "write for their GPU Deployment and scale it on, through the adapter behind "

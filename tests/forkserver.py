@@ -8,6 +8,10 @@ server per test process imports them once and forks a child per run: the child i
 ``pytest.main`` over the same arguments, in its own process, with the caller's working
 directory and environment, its output in a file.
 
+The kubernetes client (v37) loads its API classes and models lazily, on first attribute access
+(about 920 names, pydantic models built at import): a child that reaches the cluster spent
+~2 s of CPU there. The server loads them all once (~4 s, once per test process).
+
 Not preloaded: this project's modules and the pytest plugins' (xdist, allure-pytest,
 pytest-kind). Pytest rewrites the asserts of modules of distributions that register plugins;
 a module imported before the child's pytest starts would keep its plain asserts and warn.
@@ -32,6 +36,8 @@ REPO = Path(__file__).resolve().parents[1]
 PRELOAD = ("pytest", "kubernetes.client", "kubernetes.config", "kubernetes.watch", "urllib3",
            "yaml", "cryptography.x509", "cryptography.hazmat.primitives.asymmetric.rsa",
            "allure_commons", "execnet", "pluggy")
+# the server's imports take seconds, minutes on a loaded 2-core machine
+PRELOAD_TIMEOUT_S = 600
 # What the server's interpreter fixed when it started: a command that needs other values
 # runs as a subprocess.
 INTERPRETER_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE")
@@ -46,6 +52,7 @@ class Server:
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                      bufsize=1)
         self.lock = threading.Lock()
+        self.ready = False
 
     def serves(self, cmd: list[str]) -> bool:
         return (self.proc.poll() is None and cmd[:3] == [sys.executable, "-m", "pytest"]
@@ -65,6 +72,10 @@ class Server:
                                                     suffix=".log") as out:
             request = {"argv": cmd[3:], "cwd": os.getcwd(), "env": dict(os.environ),
                        "output": out.name}
+            if not self.ready:
+                self.ready = self._reply(PRELOAD_TIMEOUT_S) is not None
+                if not self.ready:
+                    raise RuntimeError(f"the fork server did not load in {PRELOAD_TIMEOUT_S} s")
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
             pid = self._reply(30)["pid"]
@@ -123,11 +134,19 @@ def _child(request: dict) -> None:
         os._exit(code)
 
 
+def _load_lazy_exports(module) -> None:
+    """Resolve every name a lazily loading package exports (its ``_exports`` table)."""
+    for name in getattr(module, "_exports", {}):
+        getattr(module, name)
+
+
 def serve() -> None:
     import importlib
 
     for name in PRELOAD:
         importlib.import_module(name)
+    _load_lazy_exports(sys.modules["kubernetes.client"])
+    print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()

@@ -68,15 +68,17 @@ def locate() -> Binaries:
 
 
 @dataclass(frozen=True)
-class KueueBuild:
-    """Kueue's manager and the CRDs of its module (build-controlplane.sh kueue)."""
+class ComponentBuild:
+    """A controller built from its Go module with the CRDs it needs (build-controlplane.sh
+    kueue, karpenter): ``<folder>/<binary>`` and ``<folder>/crds/*.yaml``."""
 
     folder: Path
     version: str
+    binary: str
 
     @property
     def manager(self) -> Path:
-        return self.folder / "kueue"
+        return self.folder / self.binary
 
     @property
     def crds(self) -> list[Path]:
@@ -89,34 +91,45 @@ def _not_built(what: str, folder: Path, component: str) -> UsageError:
                       f"`gpuconf sim build {component}` (needs the Go toolchain)")
 
 
-def require_kueue() -> KueueBuild:
-    """Kueue's build, or a usage error that names the build step."""
-    v = read_versions()["KUEUE_VERSION"]
-    build = KueueBuild(cache_dir() / "bin" / f"kueue-{v}", v)
+def _require_build(title: str, component: str, version_key: str,
+                   binary: str) -> ComponentBuild:
+    v = read_versions()[version_key]
+    build = ComponentBuild(cache_dir() / "bin" / f"{component}-{v}", v, binary)
     if not (build.manager.is_file() and build.crds):
-        raise _not_built(f"Kueue {v}", build.folder, "kueue")
+        raise _not_built(f"{title} {v}", build.folder, component)
     return build
 
 
-@dataclass(frozen=True)
-class MetricsAdapterBuild:
-    """custom-metrics-apiserver's test adapter (build-controlplane.sh metrics-adapter)."""
-
-    folder: Path
-    version: str
-
-    @property
-    def adapter(self) -> Path:
-        return self.folder / "test-adapter"
+def require_kueue() -> ComponentBuild:
+    """Kueue's build, or a usage error that names the build step."""
+    return _require_build("Kueue", "kueue", "KUEUE_VERSION", "kueue")
 
 
-def require_metrics_adapter() -> MetricsAdapterBuild:
-    """The test adapter's build, or a usage error that names the build step."""
-    v = read_versions()["CUSTOM_METRICS_APISERVER_VERSION"]
-    build = MetricsAdapterBuild(cache_dir() / "bin" / f"custom-metrics-apiserver-{v}", v)
-    if not build.adapter.is_file():
-        raise _not_built(f"the custom metrics test adapter {v}", build.folder, "metrics-adapter")
-    return build
+def require_karpenter() -> ComponentBuild:
+    """Karpenter's KWOK provider build, or a usage error that names the build step."""
+    return _require_build("Karpenter", "karpenter", "KARPENTER_VERSION", "karpenter-kwok")
+
+
+def _require_binary(title: str, component: str, version_key: str, binary: str,
+                    folder: str | None = None) -> Path:
+    v = read_versions()[version_key]
+    path = cache_dir() / "bin" / f"{folder or component}-{v}" / binary
+    if not path.is_file():
+        raise _not_built(f"{title} {v}", path.parent, component)
+    return path
+
+
+def require_sonobuoy() -> Path:
+    """The Sonobuoy CLI (build-controlplane.sh sonobuoy), or a usage error naming the build."""
+    return _require_binary("Sonobuoy", "sonobuoy", "SONOBUOY_VERSION", "sonobuoy")
+
+
+def require_metrics_adapter() -> Path:
+    """custom-metrics-apiserver's test adapter (build-controlplane.sh metrics-adapter), or a
+    usage error naming the build."""
+    return _require_binary("the custom metrics test adapter", "metrics-adapter",
+                           "CUSTOM_METRICS_APISERVER_VERSION", "test-adapter",
+                           folder="custom-metrics-apiserver")
 
 
 def require() -> Binaries:

@@ -6,6 +6,8 @@
 #   kwok                                                      (sigs.k8s.io/kwok/cmd/kwok)
 #   helm                                                      (helm.sh/helm/v3/cmd/helm)
 #   kueue, with its CRDs under crds/                          (sigs.k8s.io/kueue/cmd/kueue)
+#   karpenter-kwok, with its CRDs under crds/                 (sigs.k8s.io/karpenter/kwok)
+#   sonobuoy (the CLI, also its aggregator and worker)        (github.com/vmware-tanzu/sonobuoy)
 #   custom-metrics-apiserver's test adapter (test-adapter)    (sigs.k8s.io/custom-metrics-apiserver)
 #
 # Each component lands in $GPUCONF_CACHE/bin/<component>-<version>/ and is rebuilt only
@@ -87,6 +89,64 @@ build_metrics_adapter() {
   rm -rf "$work/custom-metrics-apiserver-$v"
 }
 
+# build_karpenter: Karpenter's KWOK cloud provider (the module's kwok/ main package: Karpenter's
+# controllers with a provider that creates Node objects for KWOK to play) and the CRDs it needs
+# (kwok/charts/crds: NodePool, NodeClaim, NodeOverlay, CapacityBuffer; kwok/apis/crds:
+# KWOKNodeClass). Built inside the module as published, with its own go.sum. v1.15.0's go.mod
+# says `go 1.26.9`; GOTOOLCHAIN=local keeps the toolchain this machine has, so where that is an
+# older 1.26 patch release the go line (only it) is lowered to it: patch releases do not change
+# the language. The module cannot be downloaded to the module cache by an older toolchain (`go
+# mod download` refuses it), so its zip, which it does fetch and verify, is unpacked here.
+build_karpenter() {
+  local v="$KARPENTER_VERSION" dest="$bin_root/karpenter-$KARPENTER_VERSION" zip src want have
+  if built "$dest" karpenter-kwok crds; then log "karpenter $v: cached at $dest"; return; fi
+  local mod="$work/karpenter-$v"
+  rm -rf "$mod" && mkdir -p "$mod/out/crds" && cd "$mod"
+  log "karpenter $v: downloading sigs.k8s.io/karpenter@$v"
+  # (an older toolchain reports the go line as an error, and exits 1, after fetching the zip)
+  zip=$( (go mod download -json "sigs.k8s.io/karpenter@$v" || true) | sed -n 's/^\t"Zip": "\(.*\)",$/\1/p')
+  [[ -n "$zip" && -f "$zip" ]] || die "could not download sigs.k8s.io/karpenter $v from the Go module proxy ($(go env GOPROXY))"
+  python3 -m zipfile -e "$zip" "$mod/src"
+  src="$mod/src/sigs.k8s.io/karpenter@$v"
+  chmod -R u+w "$src" && cd "$src"
+  want=$(sed -n 's/^go \([0-9.]*\)$/\1/p' go.mod) have=$(go env GOVERSION | sed 's/^go//')
+  if [[ "$(printf '%s\n%s\n' "$want" "$have" | sort -V | head -1)" != "$want" ]]; then
+    [[ "${want%.*}" == "${have%.*}" ]] || die "karpenter $v needs Go $want; this machine has Go $have: install Go ${want%.*}" 2
+    log "karpenter $v: its go.mod says go $want, this toolchain is go $have: lowering the go line"
+    go mod edit -go="$have"
+  fi
+  log "karpenter $v: compiling sigs.k8s.io/karpenter/kwok (slow on a cold cache)"
+  go build -trimpath -ldflags "-s -w -X sigs.k8s.io/karpenter/pkg/operator.Version=$v" \
+    -o "$mod/out/karpenter-kwok" ./kwok
+  cp kwok/charts/crds/*.yaml kwok/apis/crds/*.yaml "$mod/out/crds/"
+  finish "$mod/out" "$dest"
+  cd "$work" && rm -rf "$mod"
+}
+
+# build_sonobuoy: the Sonobuoy CLI, built inside its own module (its go.mod and go.sum apply).
+# One upstream line is changed: the aggregator advertises its pod IP as "[IP]:port", brackets
+# that Go >= 1.26's net/url refuses around an IPv4 address ("invalid IP-literal"), so the
+# plugin pod's worker could never reach it; the copy of pkg/config/loader.go built here
+# brackets IPv6 addresses only (as RFC 3986 wants). Everything else is the module as published.
+build_sonobuoy() {
+  local v="$SONOBUOY_VERSION" dest="$bin_root/sonobuoy-$SONOBUOY_VERSION" src mod="$work/sonobuoy-$SONOBUOY_VERSION"
+  local pin='fmt.Sprintf("[%v]:%d", ip, cfg.Aggregation.BindPort)'
+  local fix='fmt.Sprintf(map[bool]string{true: "[%v]:%d", false: "%v:%d"}[strings.Contains(ip, ":")], ip, cfg.Aggregation.BindPort)'
+  if built "$dest" sonobuoy; then log "sonobuoy $v: cached at $dest"; return; fi
+  log "sonobuoy $v: resolving github.com/vmware-tanzu/sonobuoy@$v"
+  src=$(module_dir "github.com/vmware-tanzu/sonobuoy@$v")
+  grep -qF "$pin" "$src/pkg/config/loader.go" || die "sonobuoy $v: pkg/config/loader.go no longer has the line this build changes ($pin): revisit build_sonobuoy"
+  rm -rf "$mod" && cp -r "$src" "$mod" && chmod -R u+w "$mod" && cd "$mod"
+  local loader; loader=$(<pkg/config/loader.go)
+  printf '%s\n' "${loader/"$pin"/"$fix"}" > pkg/config/loader.go  # quoted: a literal replace
+  grep -qF "$fix" pkg/config/loader.go || die "sonobuoy $v: could not change pkg/config/loader.go"
+  mkdir -p out
+  log "sonobuoy $v: compiling github.com/vmware-tanzu/sonobuoy"
+  go build -trimpath -ldflags "-s -w" -o out/sonobuoy .
+  finish "$mod/out" "$dest"
+  cd "$work" && rm -rf "$mod"
+}
+
 start=$(date +%s)
 only="${1:-all}"
 case "$only" in
@@ -95,8 +155,10 @@ case "$only" in
   all|kwok) build_simple kwok "$KWOK_VERSION" sigs.k8s.io/kwok sigs.k8s.io/kwok/cmd/kwok ;;&
   all|helm) build_simple helm "$HELM_VERSION" helm.sh/helm/v3 helm.sh/helm/v3/cmd/helm ;;&
   all|kueue) build_kueue ;;&
+  all|karpenter) build_karpenter ;;&
+  all|sonobuoy) build_sonobuoy ;;&
   all|metrics-adapter) build_metrics_adapter ;;&
-  all|kubernetes|etcd|kwok|helm|kueue|metrics-adapter) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|metrics-adapter]" >&2; exit 2 ;;
+  all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter) ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"

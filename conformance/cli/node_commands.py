@@ -73,6 +73,24 @@ def cmd_image(args) -> int:
     return EXIT_OK
 
 
+def cmd_suite_image(args) -> int:
+    from pathlib import Path
+
+    from conformance.node import suite_images
+
+    refs = suite_images.import_suite_image(args.name, Path(args.archive) if args.archive else None,
+                                           progress=say)
+    print(refs[0])
+    return EXIT_OK
+
+
+def cmd_sonobuoy_image(args) -> int:
+    from conformance.node import suite_images
+
+    print(suite_images.import_sonobuoy_image(args.name, progress=say))
+    return EXIT_OK
+
+
 def cmd_operator(args) -> int:
     from conformance.node import operator
 
@@ -132,6 +150,16 @@ def register(sub) -> None:
                      help="build where CuPy imports but cannot run a kernel (a host without "
                           "the GPU): the libraries a kernel loads are then not found")
     img.set_defaults(func=cmd_image)
+    si = nsub.add_parser("suite-image", help="import the suite's image (`make image`) into the "
+                         "node, for `gpuconf job` and the Sonobuoy plugin (no registry)")
+    _name(si)
+    si.add_argument("--archive", metavar="FILE",
+                    help="the docker-archive (default: the one `make image` writes)")
+    si.set_defaults(func=cmd_suite_image)
+    sb = nsub.add_parser("sonobuoy-image", help="make Sonobuoy's aggregator/worker image from "
+                         "the Sonobuoy binary `make setup` built and import it into the node")
+    _name(sb)
+    sb.set_defaults(func=cmd_sonobuoy_image)
     op = nsub.add_parser("operator", help="install the GPU Operator (built from source by "
                          "build-node.sh gpu-operator) on the node, with the host's driver and "
                          "toolkit, and wait for its ClusterPolicy to be ready")

@@ -9,17 +9,15 @@ platform registered that webhook. Kueue unsuspends it once the whole Workload is
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from conformance.checks import gang
+from conformance.cluster import discovery
 from conformance.cluster.client import Cluster, NotFound
-from conformance.cluster.dra import get_text
 from conformance.cluster.evidence import to_yaml
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.pods import PodSpec
@@ -51,16 +49,8 @@ RUNS_FOR = "pod-complete.stage.kwok.x-k8s.io/delay"
 
 def served(cluster: Cluster) -> dict[str, set[str]]:
     """API group -> resources it serves, for the groups that betray a gang mechanism."""
-    wanted = {group for group, _ in gang.MECHANISMS.values()} | {gang.JOBSET_GROUP}
-    found: dict[str, set[str]] = {}
-    for group in k8s.ApisApi(cluster.api_client).get_api_versions().groups or []:
-        if group.name not in wanted:
-            continue
-        for version in group.versions or []:
-            doc = json.loads(get_text(cluster, f"/apis/{group.name}/{version.version}"))
-            found.setdefault(group.name, set()).update(
-                r["name"] for r in doc.get("resources") or [] if "/" not in r["name"])
-    return found
+    return discovery.served(cluster, {group for group, _ in gang.MECHANISMS.values()}
+                            | {gang.JOBSET_GROUP})
 
 
 def cluster_queues(cluster: Cluster) -> list[gang.ClusterQueue]:

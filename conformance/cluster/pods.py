@@ -40,6 +40,7 @@ class PodSpec:
     node_selector: dict[str, str] = field(default_factory=dict)
     affinity: dict | None = None
     tolerate_gpu_taint: bool = True
+    tolerations: list[dict] = field(default_factory=list)  # beyond the GPU taint's
     image: str = DEFAULT_IMAGE
     command: list[str] | None = None
     env: dict[str, str] = field(default_factory=dict)
@@ -69,8 +70,10 @@ class PodSpec:
             spec["nodeSelector"] = self.node_selector
         if self.affinity:
             spec["affinity"] = self.affinity
-        if self.tolerate_gpu_taint:
-            spec["tolerations"] = [dict(L.GPU_TOLERATION)]
+        tolerations = ([dict(L.GPU_TOLERATION)] if self.tolerate_gpu_taint else []) + [
+            dict(t) for t in self.tolerations]
+        if tolerations:
+            spec["tolerations"] = tolerations
         name = f"{self.prefix}-{secrets.token_hex(3)}"
         return {"apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": name, "labels": {**run_labels, "app": self.prefix}},

@@ -16,7 +16,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from conformance.cluster.waits import wait_for_process
 from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, UsageError
-from conformance.controlplane import kueue, metrics_adapter
+from conformance.controlplane import karpenter, kueue, metrics_adapter
 from conformance.controlplane.kubeconfig import kubeconfig
 from conformance.controlplane.pki import ClusterPKI
 from conformance.controlplane.statefile import STATE_FILE, StateFile
@@ -34,10 +34,11 @@ from conformance.controlplane.statefile import STATE_FILE, StateFile
 # slowest (it installs its built-in objects and RBAC roles); 60 s leaves room on 2 loaded cores.
 COMPONENT_READY_TIMEOUT_S = 60.0
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-# a component's extra ports are named "<component>-..."; Kueue's and the metrics adapter's are
-# picked with the others (cheap) and used by the profiles that run them (conformance/sim/kueue.py
-# and conformance/sim/metrics_adapter.py start them)
-PORT_NAMES = (*COMPONENTS, "etcd-peer", *kueue.PORT_NAMES, *metrics_adapter.PORT_NAMES)
+# a component's extra ports are named "<component>-..."; Kueue's, Karpenter's and the metrics
+# adapter's are picked with the others (cheap) and used by the profiles that run them
+# (conformance/sim/kueue.py, karpenter.py and metrics_adapter.py start them)
+PORT_NAMES = (*COMPONENTS, "etcd-peer", *kueue.PORT_NAMES, *karpenter.PORT_NAMES,
+              *metrics_adapter.PORT_NAMES)
 # A component's port is picked seconds before it listens. The kernel numbers outgoing
 # connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
 # kwok fail with "address already in use"); ports just below that range are only taken by
@@ -223,6 +224,8 @@ class ControlPlane:
     def _env(state: ClusterState, component: str) -> dict[str, str] | None:
         if component == kueue.COMPONENT:
             return kueue.env(Path(state.folder))
+        if component == karpenter.COMPONENT:
+            return karpenter.env(Path(state.folder))
         if component == metrics_adapter.COMPONENT:
             return metrics_adapter.env(state.ports, metrics_adapter.host_ip())
         return None
@@ -234,6 +237,21 @@ class ControlPlane:
         processes.stop(pid, state.binaries.get(component, ""))
         state.pids.pop(component, None)
         state.save()
+
+    def run_or_stop(self, state: ClusterState, component: str, want: bool,
+                    binary: Callable[[], Path], progress: Progress) -> bool:
+        """A component a profile runs (Kueue, Karpenter, the metrics adapter): started with
+        ``binary()`` on free ports where ``want`` and it is not running, stopped where not
+        ``want`` (its PID is the state's, so ``sim down`` stops it too). True when started."""
+        pid = state.pids.get(component)
+        if want and (pid is None or not processes.pid_alive(pid)):
+            state.binaries[component] = str(binary())
+            self.start_on_a_free_port(state, component, False, progress)
+            return True
+        if not want and pid is not None:
+            progress(f"stopping {component}")
+            self.stop_component(state, component)
+        return False
 
     def down(self, *, progress: Progress = print, keep_logs: bool = False) -> bool:
         """Stop every recorded process (reverse start order) and remove the data.
@@ -291,6 +309,7 @@ class ControlPlane:
             "kwok": ("gpuconf-kwok", "system:masters"),
             kueue.COMPONENT: (kueue.USER, "system:masters"),
             metrics_adapter.COMPONENT: (metrics_adapter.USER, "system:masters"),
+            karpenter.COMPONENT: (karpenter.USER, "system:masters"),
         }
         pki.issue(kueue.WEBHOOK_CERT, kueue.USER, server=True, hosts=("127.0.0.1", "localhost"))
         pki.issue(metrics_adapter.SERVING_CERT, metrics_adapter.USER, server=True,
@@ -372,6 +391,8 @@ class ControlPlane:
             return kueue.argv(binary, f, p)
         if component == metrics_adapter.COMPONENT:
             return metrics_adapter.argv(binary, f, p, metrics_adapter.host_ip())
+        if component == karpenter.COMPONENT:
+            return karpenter.argv(binary, f, p)
         if component == "kwok":
             return [binary, f"--kubeconfig={f / 'kwok.kubeconfig'}",
                     f"--config={Path(__file__).with_name('kwok-stages.yaml')}",
@@ -393,6 +414,8 @@ class ControlPlane:
             url = metrics_adapter.ready_url(p, metrics_adapter.host_ip())
             ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
             ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+        elif component == karpenter.COMPONENT:
+            url, ctx = karpenter.ready_url(p), None
         else:
             port = p[component]
             url = f"https://127.0.0.1:{port}/" + ("readyz" if component == "kube-apiserver"

@@ -99,12 +99,11 @@ def resolve(options: Options, run_id: str) -> Env:
     except ApiException:  # no right to list nodes: the checks that read them say so
         nodes = []
     env.simulated = sim_rule.simulated_nodes(nodes)
-    if target == "node":
-        env.gpu_source = mock_gpu_source(env.cluster)
-    else:
-        env.gpu_source = simulated_gpu_source(env.simulated, nodes)
-        if target == "sim":
-            env.gpu_source = env.gpu_source or "the sim simulates nodes and pods, not devices"
+    # the mock NVML's node also as target existing: the suites in a Job or a Sonobuoy plugin
+    # pod on it (`gpuconf job`, deploy/sonobuoy) connect to it as any cluster
+    env.gpu_source = mock_gpu_source(nodes) or simulated_gpu_source(env.simulated, nodes)
+    if target == "sim":
+        env.gpu_source = env.gpu_source or "the sim simulates nodes and pods, not devices"
     return env
 
 
@@ -117,10 +116,12 @@ def simulated_gpu_source(simulated: dict[str, str], nodes) -> str:
     return ""
 
 
-def mock_gpu_source(cluster: Cluster) -> str:
+def mock_gpu_source(nodes) -> str:
     """Why the real node's GPUs cannot be opened, from the annotation ``gpuconf node up`` puts
     on it (``mock-nvml 8xH100`` or ``driver``); "" when they are the driver's."""
-    for node in cluster.core.list_node(label_selector=REAL_NODE_LABEL).items:
+    for node in nodes:
+        if REAL_NODE_LABEL not in (node.metadata.labels or {}):
+            continue
         source = (node.metadata.annotations or {}).get(GPU_SOURCE_ANNOTATION, "")
         if source.startswith(MOCK_NVML):
             profile = source.removeprefix(MOCK_NVML).strip()

@@ -16,7 +16,14 @@ from conformance.common.errors import NotConverged, UsageError
 from conformance.common.processes import pid_alive
 from conformance.controlplane.components import ClusterState, ControlPlane, clusters_dir
 from conformance.nvidia import device_plugin_chart
-from conformance.sim import kueue, metrics_adapter, operator_plan, standin, standin_state
+from conformance.sim import (
+    karpenter,
+    kueue,
+    metrics_adapter,
+    operator_plan,
+    standin,
+    standin_state,
+)
 from conformance.sim.faults import validate as validate_faults
 
 STANDIN = "standin"
@@ -41,6 +48,7 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
         wait_for_default_service_account(cluster, "default")
         standin.reconcile(cluster, sim_state, chart=chart, progress=progress)
         kueue.ensure_process(state, sim_state, progress)
+        karpenter.ensure_process(state, sim_state, progress)
         metrics_adapter.ensure(cluster, state, sim_state, progress)
         _start_standin(state, progress)
         if operator == "standin":
@@ -149,6 +157,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
                                  gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)
     kueue.ensure_process(state, new, progress)
+    karpenter.ensure_process(state, new, progress)
     metrics_adapter.ensure(cluster, state, new, progress)
     standin_state.wait_for_a_full_pass(cluster, progress)
     if new.operator == "standin":

@@ -14,6 +14,7 @@ from conformance.sim import (
     dra,
     gfd,
     gpucluster,
+    karpenter,
     node_objects,
     operator_objects,
     plugin_chart,
@@ -48,6 +49,7 @@ def _control(cluster: Cluster, state: SimState) -> None:
     if state.has("standin-ignores-changes"):
         return
     dra.control_once(cluster, state)
+    karpenter.control_once(cluster, state)  # the GPU nodes Karpenter launched
     if gpucluster.wanted(state.resolve_profile()):
         gpucluster.control_once(cluster, state)
         return

@@ -199,6 +199,23 @@ FAULTS: tuple[Fault, ...] = (
           "certificates)", profile="gang-kueue",
           fails={"SCHED-GANG-001", "SCHED-GANG-002"},
           word="Kueue"),
+    # --- cluster autoscaling: Karpenter (sim/karpenter.py plays them) -------------------------
+    Fault("autoscaling-no-gpu-instance-types",
+          "the Karpenter NodePool's requirements allow only instance types without a GPU",
+          "GPU pods stay Pending and no node is added for them; Karpenter says no instance "
+          "type satisfies nvidia.com/gpu",
+          "no scale-up -> the NodePool's requirements (node.kubernetes.io/instance-type, "
+          "instance family) against the instance types that have GPUs",
+          profile="autoscaling-karpenter",
+          fails={"SCHED-AUTOSCALE-001"},
+          word="instance type"),
+    Fault("autoscaling-scale-down-disabled",
+          "the Karpenter NodePool never removes empty nodes: disruption.consolidateAfter Never",
+          "GPU nodes added for a burst stay (and are paid for) after their pods are gone",
+          "no scale-down -> the NodePool's disruption settings (consolidateAfter, budgets)",
+          profile="autoscaling-karpenter",
+          fails={"SCHED-AUTOSCALE-001"},
+          word="scale-down"),
     # --- pod autoscaling: the HPA on a custom metric (sim/metrics_adapter.py plays them) -------
     Fault("hpa-metrics-api-down",
           "the custom metrics adapter is not running; its APIServices (custom.metrics.k8s.io) "

@@ -55,6 +55,17 @@ def node_labels(group: NodeGroup, index: int, *, generation: int = DEFAULT_GENER
     besides GFD's. A CPU-only node gets no labels from any of them: ``{}``.
     """
     group.node_name(index)  # IndexError for an index outside the group
+    return labels_of(group, generation=generation, driver_version=driver_version,
+                     product_override=product_override, replicas_override=replicas_override,
+                     include_gfd=include_gfd, operator=operator)
+
+
+def labels_of(group: NodeGroup, *, generation: int = DEFAULT_GENERATION,
+              driver_version: str | None = None, product_override: str | None = None,
+              replicas_override: int | None = None, include_gfd: bool = True,
+              operator: bool = True) -> dict[str, str]:
+    """:func:`node_labels` of any node of ``group``, also one an autoscaler launched (a group
+    of no nodes of its own)."""
     if not group.is_gpu:
         return {}
     labels = dict(_operator_labels(group)) if operator else {NFD_PCI_LABEL: "true"}

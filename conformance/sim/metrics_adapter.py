@@ -20,7 +20,6 @@ from pathlib import Path
 from conformance.binaries import binaries
 from conformance.cluster.client import Cluster, Conflict, NotFound, already_done
 from conformance.cluster.waits import wait_for
-from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.controlplane import metrics_adapter as adapter
 from conformance.controlplane.components import ClusterState, ControlPlane
@@ -52,14 +51,9 @@ def ensure(cluster: Cluster, state: ClusterState, sim_state: SimState,
     else:
         _unregister(cluster)
     run = want and not sim_state.has(API_DOWN)
-    pid = state.pids.get(adapter.COMPONENT)
-    if run and (pid is None or not processes.pid_alive(pid)):
-        state.binaries[adapter.COMPONENT] = str(binaries.require_metrics_adapter().adapter)
-        ControlPlane(state.name).start_on_a_free_port(state, adapter.COMPONENT, False, progress)
+    if ControlPlane(state.name).run_or_stop(state, adapter.COMPONENT, run,
+                                            binaries.require_metrics_adapter, progress):
         _register(cluster, state)  # a port picked again moves its endpoints
-    elif not run and pid is not None:
-        progress("stopping the custom metrics adapter")
-        ControlPlane(state.name).stop_component(state, adapter.COMPONENT)
     if want:  # the API server has seen the adapter come or go before anyone looks
         wait_for("the custom metrics API (APIServices of custom.metrics.k8s.io) to be "
                  + ("Available" if run else "unavailable"),

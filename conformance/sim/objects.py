@@ -99,6 +99,66 @@ def ensure_crds(cluster: Cluster, documents: dict[str, Callable[[], dict]],
     return missing
 
 
+def install_crd_files(cluster: Cluster, paths: list[Path], what: str,
+                      progress: Callable[[str], None]) -> None:
+    """The CRDs of a component's build (its module's YAML files) the cluster lacks."""
+    docs = [yaml.safe_load(path.read_text()) for path in paths]
+    installed = ensure_crds(cluster, {d["metadata"]["name"]: (lambda d=d: d) for d in docs},
+                            what)
+    if installed:
+        progress(f"installed the {len(installed)} {what} CRDs")
+
+
+def apply_cluster_object(cluster: Cluster, group: str, version: str, plural: str, kind: str,
+                         name: str, spec: dict) -> None:
+    """A cluster-scoped custom object a stand-in sets up, labelled as the stand-in's: created,
+    or its spec patched to ``spec`` when it is there."""
+    body = {"apiVersion": f"{group}/{version}", "kind": kind,
+            "metadata": {"name": name, "labels": {STANDIN_LABEL: "true"}}, "spec": spec}
+    try:
+        cluster.custom.create_cluster_custom_object(group, version, plural, body)
+    except Conflict:
+        cluster.custom.patch_cluster_custom_object(group, version, plural, name, {"spec": spec})
+
+
+CRD_GONE_TIMEOUT_S = 30.0  # the API server removes a CRD and its objects in seconds
+
+
+def crds_of(cluster: Cluster, groups: tuple[str, ...]) -> list:
+    return [c for c in cluster.apiext.list_custom_resource_definition().items
+            if c.spec.group in groups]
+
+
+def remove_crds(cluster: Cluster, groups: tuple[str, ...], what: str) -> None:
+    """Every CRD of ``groups`` and so every object of them, finalizers dropped first (with
+    their controller stopped, or stopping, nobody else would drop them)."""
+    crds = crds_of(cluster, groups)
+    for crd in crds:
+        group, plural = crd.spec.group, crd.spec.names.plural
+        version = next(v.name for v in crd.spec.versions if v.storage)
+        scoped = crd.spec.scope == "Namespaced"
+        items = cluster.custom.list_cluster_custom_object(group, version,
+                                                          plural).get("items") or []
+        for item in items:
+            meta = item["metadata"]
+            if not meta.get("finalizers"):
+                continue
+            patch = {"metadata": {"finalizers": None}}
+            with already_done(NotFound):
+                if scoped:
+                    cluster.custom.patch_namespaced_custom_object(
+                        group, version, meta["namespace"], plural, meta["name"], patch)
+                else:
+                    cluster.custom.patch_cluster_custom_object(group, version, plural,
+                                                               meta["name"], patch)
+    for crd in crds:
+        with already_done(NotFound):
+            cluster.apiext.delete_custom_resource_definition(crd.metadata.name)
+    if crds:
+        wait_for(f"the {what} CRDs to be gone", lambda: not crds_of(cluster, groups),
+                 timeout=CRD_GONE_TIMEOUT_S)
+
+
 def crd_document(chart: str | None, filename: str, builtin: Path) -> dict:
     """The CRD ``filename`` from the chart's crds/ folder when a chart is given and has it,
     else the project's own copy ``builtin``."""

@@ -71,6 +71,7 @@ ALLOCATIONS = ("device-plugin", "dra")
 OPERATOR_STACK = "gpu-operator"  # the GPU Operator with a ClusterPolicy
 STACKS = (OPERATOR_STACK, "device-plugin-chart", "gpu-cluster")
 GANG_SCHEDULERS = (None, "kueue")
+AUTOSCALERS = (None, "karpenter")
 CUSTOM_METRICS_ADAPTERS = (None, "test-adapter")
 
 
@@ -240,12 +241,23 @@ class Profile:
     # Who places gangs all-or-nothing: None (nobody), or "kueue" (Kueue's manager runs as a
     # process of the control plane, with one ClusterQueue: sim/kueue.py).
     gang: str | None = None
+    # Who adds and removes nodes for pending pods: None (nobody), or "karpenter" (Karpenter's
+    # KWOK provider runs as a process of the control plane with one NodePool:
+    # sim/karpenter.py); ``autoscaled`` are the instance types it may launch, one per group
+    # (a group of 0 nodes: the autoscaler makes them), GPU nodes as the stand-in writes them.
+    autoscaler: str | None = None
+    autoscaled: tuple[NodeGroup, ...] = ()
     # Who serves the custom metrics API (custom.metrics.k8s.io) the HPA scales on: None
     # (nobody), or "test-adapter" (custom-metrics-apiserver's test adapter runs as a process of
     # the control plane, registered as an APIService: sim/metrics_adapter.py).
     custom_metrics: str | None = None
 
     def __post_init__(self) -> None:
+        if self.autoscaler not in AUTOSCALERS or bool(self.autoscaler) != bool(self.autoscaled):
+            raise ValueError(f"profile {self.name!r}: autoscaler {self.autoscaler!r} is one of "
+                             f"{AUTOSCALERS}, with the instance types it launches")
+        if any(g.count for g in self.autoscaled):
+            raise ValueError(f"profile {self.name!r}: autoscaled groups start with 0 nodes")
         if self.custom_metrics not in CUSTOM_METRICS_ADAPTERS:
             raise ValueError(f"profile {self.name!r}: custom_metrics {self.custom_metrics!r} "
                              f"is not one of {CUSTOM_METRICS_ADAPTERS}")
@@ -343,6 +355,7 @@ _P5 = {"machine_type": "p5.48xlarge", "cpu": 192, "memory_gib": 2048}  # 8x H100
 _P5EN = {"machine_type": "p5en.48xlarge", "cpu": 192, "memory_gib": 2048}  # 8x H200
 _P4D = {"machine_type": "p4d.24xlarge", "cpu": 96, "memory_gib": 1152}  # 8x A100-SXM4-40GB
 _A3_2G = {"machine_type": "a3-highgpu-2g", "cpu": 52, "memory_gib": 468}  # 2x H100 80GB HBM3
+_A3_1G = {"machine_type": "a3-highgpu-1g", "cpu": 26, "memory_gib": 234}  # 1x H100 80GB HBM3
 
 H100 = "NVIDIA-H100-80GB-HBM3"
 H200 = "NVIDIA-H200"
@@ -397,6 +410,12 @@ def _profiles() -> dict[str, Profile]:
         Profile("gang-kueue", "Kueue v0.17.0 places gangs all-or-nothing: one ClusterQueue "
                 "with quota for the 4 GPUs of 2 x 2 H100",
                 (gpu_group("h100", 2, H100, 2, **_A3_2G), cpu_group()), gang="kueue"),
+        Profile("autoscaling-karpenter", "Karpenter v1.15.0 (KWOK provider) grows and shrinks "
+                "one GPU NodePool of 1 x H100 nodes (none at first) beside 2 x 2 H100",
+                (gpu_group("h100", 2, H100, 2, **_A3_2G), cpu_group()),
+                autoscaler="karpenter",
+                autoscaled=(gpu_group("pool-h100", 0, H100, 1, **_A3_1G),
+                            cpu_group(0, name="pool-cpu", machine_type="n2-standard-16"))),
         Profile("pod-autoscaling", "custom-metrics-apiserver v1.37.0's test adapter serves "
                 "custom.metrics.k8s.io; the HPA scales GPU Deployments on 2 x 2 H100",
                 (gpu_group("h100", 2, H100, 2, **_A3_2G), cpu_group()),

@@ -27,6 +27,7 @@ from conformance.sim import (
     dra,
     foreign_objects,
     gpucluster,
+    karpenter,
     kueue,
     node_objects,
     objects,
@@ -52,6 +53,7 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
         node_objects.apply_nodes(cluster, plan.nodes, operator=operator)
     dra.reconcile(cluster, state, progress)  # the NVIDIA DRA driver, whoever runs the stack
     kueue.reconcile(cluster, state, progress)  # Kueue's CRDs and queue (its process: cluster.py)
+    karpenter.reconcile(cluster, state, progress)  # its CRDs and NodePool (process: cluster.py)
     if gpucluster.wanted(profile):  # the operator runs a GPUCluster, not a ClusterPolicy
         operator_objects.remove_operator(cluster, state, keep_deployment=True)
         plugin_chart.remove(cluster)

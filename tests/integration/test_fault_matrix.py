@@ -50,8 +50,10 @@ def test_helm_release_check_fails_for_a_missing_release(sim, sim_state, tmp_path
     assert "no Helm release record for gpu-operator-gone" in row["message"]
 
 
+# autoscaling-karpenter: test_autoscaling.py runs the suites on it (one run, not two)
 @pytest.mark.parametrize("profile", [p for p in profiles.PROFILES if p != "large"
-                                     and p not in DRA_PROFILES and p != "dra-large"])
+                                     and p not in DRA_PROFILES and p != "dra-large"
+                                     and p != "autoscaling-karpenter"])
 def test_suites_pass_on_healthy_profile(profile, sim, sim_state, tmp_path):
     sim_state(profile)
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, *SUITES)

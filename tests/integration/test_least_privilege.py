@@ -43,6 +43,20 @@ def test_gang_checks_run_as_the_service_account(sa_kubeconfig, sim_state, tmp_pa
         out[-3000:]
 
 
+def test_autoscaling_check_and_its_cleanup_run_as_the_service_account(sa_kubeconfig, sim_state,
+                                                                     sim_cluster, tmp_path):
+    """Karpenter's NodePool read, the pool grown, and (scale-down disabled) the node it added
+    removed by deleting its NodeClaim: all within the role; the failure's evidence too."""
+    sim_state("autoscaling-karpenter", ["autoscaling-scale-down-disabled"])
+    code, doc, out = run_suites(sa_kubeconfig, tmp_path, "scheduling/test_autoscaling.py")
+    assert "403" not in out and "Forbidden" not in out, out[-3000:]
+    assert verdicts(doc, "fail") == {"SCHED-AUTOSCALE-001"} and code == 1, out[-3000:]
+    row = next(r for r in doc["requirements"] if r["id"] == "SCHED-AUTOSCALE-001")
+    assert row["message"].startswith("scale-down disabled"), row["message"]
+    assert "autoscaler.yaml" in {e["name"] for e in row["evidence"]}
+    assert sim_cluster.core.list_node(label_selector="karpenter.sh/nodepool").items == []
+
+
 def test_pod_autoscaling_checks_run_as_the_service_account(sa_kubeconfig, sim_state, tmp_path):
     """A Deployment and its HPA in its own namespace, the metric written through the test
     adapter's Service proxy (that port only), the custom metrics API read only."""

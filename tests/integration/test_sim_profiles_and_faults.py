@@ -101,11 +101,37 @@ SYMPTOMS = {
     "gang-quota-overcommitted": lambda c: _gpu_quota(c) > sum(
         n.gpu_resources.get(L.GPU_RESOURCE, 0) for n in list_gpu_nodes(c)),
     "gang-controller-down": lambda c: _local_queue_never_active(c),
+    "autoscaling-no-gpu-instance-types": lambda c: _nodepool_gpu_types(c) == [],
+    "autoscaling-scale-down-disabled": lambda c: _nodepool(c).get("spec", {}).get(
+        "disruption", {}).get("consolidateAfter") == "Never",
     "hpa-metrics-api-down": lambda c: _custom_metrics_api_unavailable(c),
     "hpa-gpus-held": lambda c: _pods_running(c, "inference-team") == sum(
         n.gpu_resources.get(L.GPU_RESOURCE, 0) for n in list_gpu_nodes(c)) - 1,
     **DRA_SYMPTOMS,
 }
+
+
+def _nodepool(c) -> dict:
+    """The sim's Karpenter NodePool, as the API server has it ({} without Karpenter)."""
+    from conformance.cluster.client import read_or_none
+    from conformance.sim import karpenter
+
+    return read_or_none(c.custom.get_cluster_custom_object, "karpenter.sh", "v1", "nodepools",
+                        karpenter.NODEPOOL) or {}
+
+
+def _nodepool_gpu_types(c) -> list[str] | None:
+    """The GPU instance types (the profile's autoscaled GPU groups) the NodePool's
+    instance-type requirement allows; None without the NodePool."""
+    pool = _nodepool(c)
+    if not pool:
+        return None
+    gpu_types = [g.machine_type for g in profiles.get_profile("autoscaling-karpenter").autoscaled
+                 if g.is_gpu]
+    for req in pool["spec"]["template"]["spec"].get("requirements") or []:
+        if req["key"] == "node.kubernetes.io/instance-type" and req["operator"] == "In":
+            return [t for t in gpu_types if t in req["values"]]
+    return gpu_types
 
 
 def _crashlooping(c, app: str) -> bool:

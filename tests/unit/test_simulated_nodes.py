@@ -20,8 +20,10 @@ from kubernetes.client import (
 from kubernetes.client.exceptions import ApiException
 
 from conformance.checks.simulated import simulated_nodes, why_simulated
+from conformance.controlplane.components import REAL_NODE_LABEL
+from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION
 from conformance.plugin.api import with_real_gpus
-from conformance.run.targets import simulated_gpu_source
+from conformance.run.targets import mock_gpu_source, simulated_gpu_source
 
 GPU = {"nvidia.com/gpu": "8"}
 
@@ -62,6 +64,19 @@ def test_every_gpu_node_simulated_means_no_real_gpus():
     simulated = simulated_nodes([kwok, cpu])
     source = simulated_gpu_source(simulated, [kwok, cpu])
     assert source.startswith("every GPU node is simulated") and "kwok-gpu-0" in source
+
+
+def test_the_mock_nvml_node_is_read_from_its_annotation_whatever_the_target():
+    """`gpuconf node up` labels its node real and says where its GPUs come from: the suites in
+    a Job or a Sonobuoy pod on it (target existing) skip what needs a GPU a pod can open."""
+    mock = _node("vm", labels={REAL_NODE_LABEL: "true"},
+                 annotations={GPU_SOURCE_ANNOTATION: "mock-nvml 8xH100"})
+    assert mock_gpu_source([mock]) == ("node vm runs NVIDIA's mock NVML (8xH100): no device can "
+                                       "be opened")
+    driver = _node("vm", labels={REAL_NODE_LABEL: "true"},
+                   annotations={GPU_SOURCE_ANNOTATION: "driver"})
+    unlabelled = _node("gpu-0", annotations={GPU_SOURCE_ANNOTATION: "mock-nvml 8xH100"})
+    assert mock_gpu_source([driver, unlabelled]) == ""
 
 
 def test_a_cluster_with_one_real_gpu_node_runs_the_checks_there():

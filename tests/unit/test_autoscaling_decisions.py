@@ -1,0 +1,121 @@
+"""The cluster autoscaling check's decisions (conformance/checks/autoscaling.py): which node
+autoscaler a cluster runs, which pool the check may grow (opt-in), and what a NodePool says
+about scaling down."""
+
+from __future__ import annotations
+
+import pytest
+
+from conformance.checks import autoscaling as asc
+from conformance.checks.autoscaling import NodePool, PoolChoice
+
+KARPENTER = {"karpenter.sh": {"nodepools", "nodeclaims", "nodeoverlays"}}
+
+
+@pytest.mark.parametrize("served, ca_status, found", [
+    ({}, False, []),
+    (KARPENTER, False, ["karpenter"]),
+    ({}, True, ["cluster-autoscaler"]),
+    (KARPENTER, True, ["karpenter", "cluster-autoscaler"]),
+    ({"karpenter.sh": {"nodeclaims"}}, False, []),  # no NodePool: nothing to grow
+])
+def test_detect_names_the_autoscalers(served, ca_status, found):
+    assert asc.detect(served, ca_status) == found
+
+
+@pytest.mark.parametrize("text, parsed", [
+    (None, None), ("", None),
+    ("karpenter:gpu", PoolChoice("karpenter", "gpu")),
+    ("cluster-autoscaler:cloud.google.com/gke-nodepool=gpu-pool",
+     PoolChoice("cluster-autoscaler", "cloud.google.com/gke-nodepool=gpu-pool")),
+])
+def test_autoscaling_pool_option(text, parsed):
+    assert PoolChoice.parse(text) == parsed
+
+
+@pytest.mark.parametrize("text", ["karpenter", "karpenter:", "slurm:gpu",
+                                  "cluster-autoscaler:gpu-pool"])
+def test_autoscaling_pool_option_refuses_what_names_no_pool(text):
+    with pytest.raises(ValueError, match="--autoscaling-pool"):
+        PoolChoice.parse(text)
+
+
+def test_a_pool_is_selected_by_its_node_labels():
+    assert PoolChoice("karpenter", "gpu").selector == {"karpenter.sh/nodepool": "gpu"}
+    assert PoolChoice("cluster-autoscaler", "eks.amazonaws.com/nodegroup=g5").selector == {
+        "eks.amazonaws.com/nodegroup": "g5"}
+
+
+def test_no_autoscaler_is_not_applicable_and_says_what_was_looked_for():
+    decision = asc.choose([], None, [], opted_in=True)
+    assert decision.pool is None and not decision.applicable
+    assert decision.reason.startswith("no cluster autoscaler")
+    assert "karpenter.sh" in decision.reason and "cluster-autoscaler-status" in decision.reason
+
+
+def test_an_existing_cluster_runs_it_only_when_opted_in():
+    decision = asc.choose(["karpenter"], None, ["gpu"], opted_in=False)
+    assert decision.pool is None and decision.applicable
+    assert "costs money" in decision.reason and "--autoscaling-pool" in decision.reason
+    assert "NodePools: gpu" in decision.reason
+    assert asc.choose(["karpenter"], PoolChoice("karpenter", "gpu"), ["gpu"],
+                      opted_in=False).pool == PoolChoice("karpenter", "gpu")
+
+
+def test_the_sim_uses_its_one_nodepool():
+    assert asc.choose(["karpenter"], None, ["gpu"], opted_in=True).pool == PoolChoice(
+        "karpenter", "gpu")
+    assert asc.choose(["karpenter"], None, ["a", "b"], opted_in=True).pool is None
+
+
+def test_an_option_naming_what_the_cluster_lacks_is_a_reason():
+    decision = asc.choose(["karpenter"], PoolChoice("karpenter", "nope"), ["gpu"],
+                          opted_in=False)
+    assert decision.pool is None and "no Karpenter NodePool named 'nope'" in decision.reason
+    decision = asc.choose(["karpenter"], PoolChoice("cluster-autoscaler", "a=b"), ["gpu"],
+                          opted_in=False)
+    assert decision.pool is None and "shows only karpenter" in decision.reason
+
+
+def _nodepool(disruption: dict, taints: list | None = None) -> dict:
+    return {"metadata": {"name": "gpu"},
+            "spec": {"template": {"spec": {"taints": taints or []}}, "disruption": disruption}}
+
+
+def test_nodepool_scale_down():
+    pool = NodePool.from_object(_nodepool({"consolidateAfter": "30s"}))
+    assert pool.scale_down_blocked is None
+    assert pool.scale_down_timeout_s == 30 + asc.KARPENTER_SCALE_DOWN_SLACK_S
+    never = NodePool.from_object(_nodepool({"consolidateAfter": "Never"}))
+    assert never.scale_down_blocked.startswith("scale-down disabled")
+    frozen = NodePool.from_object(_nodepool({"budgets": [{"nodes": "0"}]}))
+    assert "budget of 0" in frozen.scale_down_blocked
+    # a budget of 0 only on a schedule leaves the rest of the day open
+    scheduled = NodePool.from_object(_nodepool({"budgets": [
+        {"nodes": "0", "schedule": "0 9 * * *", "duration": "8h"}]}))
+    assert scheduled.scale_down_blocked is None
+
+
+@pytest.mark.parametrize("text, seconds", [("0s", 0), ("30s", 30), ("5m", 300),
+                                           ("1h30m", 5400), ("1.5s", 1.5)])
+def test_duration(text, seconds):
+    assert asc.duration_s(text) == seconds
+
+
+def test_duration_refuses_what_is_not_one():
+    with pytest.raises(ValueError):
+        asc.duration_s("soon")
+
+
+def test_the_pods_tolerate_the_pools_taints():
+    taints = ({"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+              {"key": "dedicated", "effect": "NoExecute"})
+    assert asc.tolerations(taints) == [
+        {"key": "nvidia.com/gpu", "effect": "NoSchedule", "operator": "Equal", "value": "true"},
+        {"key": "dedicated", "effect": "NoExecute", "operator": "Exists"}]
+    assert NodePool.from_object(_nodepool({}, list(taints))).taints == taints
+
+
+@pytest.mark.parametrize("free, pods", [(0, 1), (3, 4), (-1, 1)])
+def test_one_pod_more_than_the_pool_has_free_gpus(free, pods):
+    assert asc.pods_to_create(free) == pods
