@@ -219,6 +219,19 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "no scale-down: the pool's disruption settings (Karpenter consolidateAfter Never, a "
        "budget of 0; Cluster Autoscaler --scale-down-enabled=false or a scale-down-disabled "
        "annotation) or a pod that blocks draining", cncf=("cluster_autoscaling",)),
+    _r("SCHED-HPA-001", "The HPA scales a GPU Deployment up on a custom metric above target, "
+       "and the new pods Run on GPU nodes", "scheduling", "pod-autoscaler",
+       "no scale-up: the custom metrics API (APIService v1beta2.custom.metrics.k8s.io and its "
+       "adapter: Prometheus Adapter, custom-metrics-apiserver) is unavailable or serves no "
+       "value, or the HPA controller (kube-controller-manager) is down; new pods Pending: no "
+       "GPU free for them (nvidia.com/gpu allocatable, a cluster autoscaler for GPU nodes)",
+       severity="critical", cncf=("pod_autoscaling",)),
+    _r("SCHED-HPA-002", "The HPA scales a GPU Deployment down on a custom metric below target, "
+       "after its scale-down stabilization window", "scheduling", "pod-autoscaler",
+       "no scale-down: the custom metrics API (APIService v1beta2.custom.metrics.k8s.io and its "
+       "adapter) is unavailable, or the HPA controller (kube-controller-manager) is down; an "
+       "early one: behavior.scaleDown.stabilizationWindowSeconds is ignored",
+       cncf=("pod_autoscaling",)),
     # --- sharing -------------------------------------------------------------------------
     _r("SHARE-CFG-001", "The device plugin sharing config is valid", "sharing", "device-plugin",
        "device plugin sharing ConfigMap: invalid time-slicing/MPS config",

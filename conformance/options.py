@@ -109,6 +109,11 @@ class Options:
         "it grows: karpenter:NODEPOOL, or cluster-autoscaler:LABEL=VALUE (a node label of the "
         "node group, e.g. cloud.google.com/gke-nodepool=gpu). The sim's one NodePool is used "
         "without it")
+    hpa_metric: str | None = _option(
+        metavar="METRIC", help="the custom metric the pod-autoscaling checks (SCHED-HPA-*) "
+        "write for their GPU Deployment and scale it on, through the adapter behind "
+        "custom.metrics.k8s.io (custom-metrics-apiserver's /write-metrics; default "
+        "gpuconf_gpu_load)")
     # --- the monitoring system (INF-MET-001, ai_service_metrics) -----------------------------
     metrics_query: str | None = _option(
         metavar="NS/NAME:PORT|URL", help="the monitoring system's Prometheus query API: an "

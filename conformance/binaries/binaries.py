@@ -85,13 +85,18 @@ class ComponentBuild:
         return sorted((self.folder / "crds").glob("*.yaml"))
 
 
+def _not_built(what: str, folder: Path, component: str) -> UsageError:
+    """The usage error for a component build-controlplane.sh builds on demand."""
+    return UsageError(f"{what} is not built (under {folder}): run `make setup` or "
+                      f"`gpuconf sim build {component}` (needs the Go toolchain)")
+
+
 def _require_build(title: str, component: str, version_key: str,
                    binary: str) -> ComponentBuild:
     v = read_versions()[version_key]
     build = ComponentBuild(cache_dir() / "bin" / f"{component}-{v}", v, binary)
     if not (build.manager.is_file() and build.crds):
-        raise UsageError(f"{title} {v} is not built (under {build.folder}): run `make setup` or "
-                         f"`gpuconf sim build {component}` (needs the Go toolchain)")
+        raise _not_built(f"{title} {v}", build.folder, component)
     return build
 
 
@@ -105,14 +110,26 @@ def require_karpenter() -> ComponentBuild:
     return _require_build("Karpenter", "karpenter", "KARPENTER_VERSION", "karpenter-kwok")
 
 
+def _require_binary(title: str, component: str, version_key: str, binary: str,
+                    folder: str | None = None) -> Path:
+    v = read_versions()[version_key]
+    path = cache_dir() / "bin" / f"{folder or component}-{v}" / binary
+    if not path.is_file():
+        raise _not_built(f"{title} {v}", path.parent, component)
+    return path
+
+
 def require_sonobuoy() -> Path:
     """The Sonobuoy CLI (build-controlplane.sh sonobuoy), or a usage error naming the build."""
-    v = read_versions()["SONOBUOY_VERSION"]
-    path = cache_dir() / "bin" / f"sonobuoy-{v}" / "sonobuoy"
-    if not path.is_file():
-        raise UsageError(f"Sonobuoy {v} is not built (under {path.parent}): run `make setup` or "
-                         "`gpuconf sim build sonobuoy` (needs the Go toolchain)")
-    return path
+    return _require_binary("Sonobuoy", "sonobuoy", "SONOBUOY_VERSION", "sonobuoy")
+
+
+def require_metrics_adapter() -> Path:
+    """custom-metrics-apiserver's test adapter (build-controlplane.sh metrics-adapter), or a
+    usage error naming the build."""
+    return _require_binary("the custom metrics test adapter", "metrics-adapter",
+                           "CUSTOM_METRICS_APISERVER_VERSION", "test-adapter",
+                           folder="custom-metrics-apiserver")
 
 
 def require() -> Binaries:

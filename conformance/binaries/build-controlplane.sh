@@ -8,6 +8,7 @@
 #   kueue, with its CRDs under crds/                          (sigs.k8s.io/kueue/cmd/kueue)
 #   karpenter-kwok, with its CRDs under crds/                 (sigs.k8s.io/karpenter/kwok)
 #   sonobuoy (the CLI, also its aggregator and worker)        (github.com/vmware-tanzu/sonobuoy)
+#   custom-metrics-apiserver's test adapter (test-adapter)    (sigs.k8s.io/custom-metrics-apiserver)
 #
 # Each component lands in $GPUCONF_CACHE/bin/<component>-<version>/ and is rebuilt only
 # when missing; the Kubernetes commands with the wrapper-module recipe of lib.sh.
@@ -35,6 +36,23 @@ build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
   rm -rf "$mod"
 }
 
+# build_patched_main NAME VERSION MODULE MAIN BINARY PIN REPLACEMENT: MODULE@VERSION's package
+# main, the one file MAIN (importing only the module's packages), with its line PIN replaced by
+# REPLACEMENT, compiled as $work/NAME-VERSION/out/BINARY (the current folder when it returns);
+# the module's source is left in the caller's $src for the files it takes besides.
+build_patched_main() {
+  local name=$1 v=$2 module=$3 main=$4 binary=$5 pin=$6 replacement=$7
+  rm -rf "$work/$name-$v" && mkdir -p "$work/$name-$v/out" && cd "$work/$name-$v"
+  log "$name $v: resolving $module@$v"
+  printf 'module local/%sbin\n\ngo 1.26.0\n' "${name//-/}" > go.mod
+  src=$(module_dir "$module@$v")
+  grep -qF "$pin" "$src/$main" || die "$name $v: $main no longer has the line this build changes ($pin): revisit build-controlplane.sh"
+  sed "s|$pin|$replacement|" "$src/$main" > main.go
+  go get "$module@$v"
+  log "$name $v: compiling $module/$(dirname "$main") (slow on a cold cache)"
+  go build -trimpath -ldflags "-s -w" -o "out/$binary" .
+}
+
 # build_kueue: Kueue's manager and the CRDs it needs (config/components/crd/bases of its module).
 # One upstream line is changed: with internal cert management off (the sim serves Kueue's
 # webhooks with certificates of its own CA), v0.17.0 reads its metrics certificate from the fixed
@@ -42,23 +60,33 @@ build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
 # (a single file of package main, no internal imports) built here reads KUEUE_METRICS_CERT_DIR
 # first, so a sim needs no root. Everything else is the module as published.
 build_kueue() {
-  local v="$KUEUE_VERSION" dest="$bin_root/kueue-$KUEUE_VERSION" pin='metricsCertPath := "/etc/kueue/metrics/certs"'
+  local v="$KUEUE_VERSION" dest="$bin_root/kueue-$KUEUE_VERSION" src
   if built "$dest" kueue crds; then log "kueue $v: cached at $dest"; return; fi
-  local mod="$work/kueue-$v" src
-  rm -rf "$mod" && mkdir -p "$mod/out/crds" && cd "$mod"
-  log "kueue $v: resolving sigs.k8s.io/kueue@$v"
-  printf 'module local/kueuebin\n\ngo 1.26.0\n' > go.mod
-  src=$(module_dir "sigs.k8s.io/kueue@$v")
-  grep -qF "$pin" "$src/cmd/kueue/main.go" || die "kueue $v: cmd/kueue/main.go no longer has the line this build changes ($pin): revisit build_kueue"
-  sed "s|$pin|metricsCertPath := os.Getenv(\"KUEUE_METRICS_CERT_DIR\"); if metricsCertPath == \"\" { metricsCertPath = \"/etc/kueue/metrics/certs\" }|" \
-    "$src/cmd/kueue/main.go" > main.go
-  go get "sigs.k8s.io/kueue@$v"
-  log "kueue $v: compiling sigs.k8s.io/kueue/cmd/kueue (slow on a cold cache)"
-  go build -trimpath -ldflags "-s -w" -o out/kueue .
+  build_patched_main kueue "$v" sigs.k8s.io/kueue cmd/kueue/main.go kueue \
+    'metricsCertPath := "/etc/kueue/metrics/certs"' \
+    'metricsCertPath := os.Getenv("KUEUE_METRICS_CERT_DIR"); if metricsCertPath == "" { metricsCertPath = "/etc/kueue/metrics/certs" }'
+  mkdir -p out/crds
   cp "$src"/config/components/crd/bases/*.yaml out/crds/
   chmod -R u+w out
-  finish "$mod/out" "$dest"
-  rm -rf "$mod"
+  finish "$work/kueue-$v/out" "$dest"
+  rm -rf "$work/kueue-$v"
+}
+
+# build_metrics_adapter: the test adapter of sigs.k8s.io/custom-metrics-apiserver, a real
+# custom metrics API server (the library's own) whose metric values are written through its
+# /write-metrics API; the sim's pod-autoscaling profile serves custom.metrics.k8s.io with it.
+# One upstream line is changed: v1.37.0 serves /write-metrics on the fixed address ":8080" (every
+# interface); the copy of test-adapter/main.go (package main, importing only the module's
+# packages) built here reads TEST_ADAPTER_WRITE_ADDR first, so sims side by side each pick a port.
+build_metrics_adapter() {
+  local v="$CUSTOM_METRICS_APISERVER_VERSION" src
+  local dest="$bin_root/custom-metrics-apiserver-$v"
+  if built "$dest" test-adapter; then log "custom-metrics-apiserver $v: cached at $dest"; return; fi
+  build_patched_main custom-metrics-apiserver "$v" sigs.k8s.io/custom-metrics-apiserver \
+    test-adapter/main.go test-adapter 'Addr:              ":8080",' \
+    'Addr: func() string { if a := os.Getenv("TEST_ADAPTER_WRITE_ADDR"); a != "" { return a }; return ":8080" }(),'
+  finish "$work/custom-metrics-apiserver-$v/out" "$dest"
+  rm -rf "$work/custom-metrics-apiserver-$v"
 }
 
 # build_karpenter: Karpenter's KWOK cloud provider (the module's kwok/ main package: Karpenter's
@@ -129,7 +157,8 @@ case "$only" in
   all|kueue) build_kueue ;;&
   all|karpenter) build_karpenter ;;&
   all|sonobuoy) build_sonobuoy ;;&
-  all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy]" >&2; exit 2 ;;
+  all|metrics-adapter) build_metrics_adapter ;;&
+  all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter) ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"

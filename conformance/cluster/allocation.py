@@ -29,6 +29,13 @@ class TooManyToFill(Exception):
         self.node, self.resource, self.free, self.why = node, resource, free, why
 
 
+def free_whole_gpus(cluster: Cluster, nodes: list[GpuNode]) -> int:
+    """Whole GPUs free on the schedulable, untainted-for-us nodes (one pod list)."""
+    in_use = pods.gpus_in_use_by_node(cluster)
+    return sum(max(free_units(cluster, n, L.GPU_RESOURCE, in_use), 0) for n in nodes
+               if n.ready and not taints.untolerated_taints(n))
+
+
 def free_units(cluster: Cluster, node: GpuNode, resource: str,
                in_use: dict[str, dict[str, int]] | None = None) -> int:
     used = (in_use if in_use is not None else pods.gpus_in_use_by_node(cluster))

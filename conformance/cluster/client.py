@@ -101,6 +101,8 @@ class Cluster:
         self.probe = client.VersionApi(self._sibling(_retry_policy(PROBE_RETRY_TOTAL)))
         self.apps = client.AppsV1Api(self.api_client)
         self.batch = client.BatchV1Api(self.api_client)
+        self.autoscaling = client.AutoscalingV2Api(self.api_client)
+        self.apiregistration = client.ApiregistrationV1Api(self.api_client)
         self.custom = client.CustomObjectsApi(self.api_client)
         self.rbac = client.RbacAuthorizationV1Api(self.api_client)
         self.version = client.VersionApi(self.api_client)
@@ -124,6 +126,23 @@ class Cluster:
         sibling = self._sibling(self.api_client.configuration.retries)
         sibling.set_default_header("Impersonate-User", username)
         return client.CoreV1Api(sibling)
+
+    def raw(self, method: str, path: str, body: object = None,
+            query: list[tuple[str, str]] | None = None, *, probe: bool = False) -> str:
+        """A request to a path no typed API covers (discovery documents, /metrics, a service
+        proxy's ``/api/v1/namespaces/NS/services/NAME:PORT/proxy/...``), through the same
+        client (counted and retried alike); the response body. ``probe``: retried only
+        briefly (the probe's policy), for a backend whose 503 should say so in seconds."""
+        api = self.probe.api_client if probe else self.api_client
+        headers = {"Content-Type": "application/json"} if body is not None else None
+        params = api.param_serialize(method, path, body=body, header_params=headers,
+                                     query_params=query or [], auth_settings=["BearerToken"])
+        response = api.call_api(*params)
+        data = response.read() if hasattr(response, "read") else response.data
+        text = data.decode() if isinstance(data, bytes) else str(data)
+        if not 200 <= response.status < 300:  # NotFound, Forbidden, ... as the typed APIs raise
+            raise ApiException.from_response(http_resp=response, body=text, data=None)
+        return text
 
     @property
     def server(self) -> str:
@@ -246,19 +265,5 @@ def create_or_replace(create: Callable[[], T], replace: Callable[[], T]) -> T:
 
 def get_text(cluster: Cluster, path: str, query: list[tuple[str, str]] | None = None, *,
              probe: bool = False) -> str:
-    """A raw GET through the suite's client (counted and retried like every other call):
-    an API path, or a service proxy's (``/api/v1/namespaces/NS/services/NAME:PORT/proxy/...``)
-    with its ``query`` parameters. ``probe``: retried only briefly (the probe's policy), for
-    a backend whose 503 should say so in seconds."""
-    api = cluster.probe.api_client if probe else cluster.api_client
-    if hasattr(api, "param_serialize"):  # kubernetes client >= 33 (openapi-generator 7)
-        params = api.param_serialize("GET", path, query_params=query or [],
-                                     auth_settings=["BearerToken"])
-        response = api.call_api(*params)
-        data = response.read() if hasattr(response, "read") else response.data
-        if not 200 <= response.status < 300:
-            raise ApiException(status=response.status, reason=response.reason)
-        return data.decode() if isinstance(data, bytes) else str(data)
-    data = api.call_api(path, "GET", query_params=query or [], auth_settings=["BearerToken"],
-                        _preload_content=False, _return_http_data_only=True)
-    return data.data.decode()
+    """A raw GET through the suite's client: :meth:`Cluster.raw`."""
+    return cluster.raw("GET", path, query=query, probe=probe)

@@ -16,15 +16,12 @@ from dataclasses import dataclass
 from kubernetes.client.exceptions import ApiException
 
 from conformance.checks import gang
-from conformance.checks.gpu_nodes import GpuNode
-from conformance.checks.taints import untolerated_taints
-from conformance.cluster import allocation, discovery, pods
+from conformance.cluster import discovery
 from conformance.cluster.client import Cluster, NotFound
 from conformance.cluster.evidence import to_yaml
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.pods import PodSpec
 from conformance.cluster.waits import WaitTimeout, wait_for, wait_until_done
-from conformance.nvidia.labels import GPU_RESOURCE
 
 # Kueue admits a Workload (unsuspends its Job) in well under a second when its quota is free;
 # 30 s is ample on a busy 2-core sim and says "not admitted" long before the pods' own wait.
@@ -76,13 +73,6 @@ def settled_queue(cluster: Cluster, queue: gang.ClusterQueue, wanted: int) -> ga
         wait_for(f"ClusterQueue {queue.name} to have {wanted} GPUs of quota free", room,
                  timeout=QUEUE_SETTLE_S, interval=0.5)
     return last[0]
-
-
-def physical_free_gpus(cluster: Cluster, nodes: list[GpuNode]) -> int:
-    """Whole GPUs free on the schedulable, untainted-for-us nodes (one pod list)."""
-    in_use = pods.gpus_in_use_by_node(cluster)
-    return sum(max(allocation.free_units(cluster, n, GPU_RESOURCE, in_use), 0) for n in nodes
-               if n.ready and not untolerated_taints(n))
 
 
 def create_local_queue(cluster: Cluster, namespace: str, cluster_queue: str,

@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 
 from conformance.cluster.client import Cluster, NotFound, already_done, read_or_none
 from conformance.cluster.waits import wait_for
+from conformance.common.errors import NotConverged
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGER = "gpu-conformance"
@@ -113,14 +114,33 @@ def leftover_namespaces(cluster: Cluster, run_id: str | None = None) -> list[str
     return [ns.metadata.name for ns in items]
 
 
+class DeletionStalled(NotConverged):
+    """A namespace the namespace controller cannot finish deleting: it cannot discover every
+    API (an aggregated API, such as custom.metrics.k8s.io, is unavailable), so waiting longer
+    does not help until that API is back."""
+
+
+def _gone_unless_stalled(cluster: Cluster, name: str) -> bool:
+    try:
+        ns = cluster.core.read_namespace(name)
+    except NotFound:
+        return True
+    for cond in ns.status.conditions or []:
+        if cond.type == "NamespaceDeletionDiscoveryFailure" and cond.status == "True":
+            raise DeletionStalled(f"namespace {name} stays Terminating: {cond.message}")
+    return False
+
+
 def sweep(cluster: Cluster, run_id: str | None = None, *, wait: bool = True) -> list[str]:
-    """Delete every namespace of this run (or of every run) and wait until they are gone."""
+    """Delete every namespace of this run (or of every run) and wait until they are gone;
+    DeletionStalled at once where the namespace controller reports it cannot finish one."""
     names = leftover_namespaces(cluster, run_id)
     for name in names:
         delete_namespace(cluster, name)
     deadline = time.monotonic() + NAMESPACE_DELETE_TIMEOUT_S
     if wait:
         for name in names:
-            wait_for(f"namespace {name} to be deleted", lambda n=name: _gone(cluster, n),
+            wait_for(f"namespace {name} to be deleted",
+                     lambda n=name: _gone_unless_stalled(cluster, n),
                      timeout=max(1.0, deadline - time.monotonic()))
     return names

@@ -16,7 +16,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from conformance.cluster.waits import wait_for_process
 from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, UsageError
-from conformance.controlplane import karpenter, kueue
+from conformance.controlplane import karpenter, kueue, metrics_adapter
 from conformance.controlplane.kubeconfig import kubeconfig
 from conformance.controlplane.pki import ClusterPKI
 from conformance.controlplane.statefile import STATE_FILE, StateFile
@@ -34,12 +34,11 @@ from conformance.controlplane.statefile import STATE_FILE, StateFile
 # slowest (it installs its built-in objects and RBAC roles); 60 s leaves room on 2 loaded cores.
 COMPONENT_READY_TIMEOUT_S = 60.0
 COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
-# a component's extra ports are named "<component>-..."; Kueue's and Karpenter's are picked
-# with the others (cheap) and used by the profiles that run them (conformance/sim/kueue.py and
-# conformance/sim/karpenter.py start them)
-PORT_NAMES = (*COMPONENTS, "etcd-peer", *kueue.PORT_NAMES, *karpenter.PORT_NAMES)
-# the components started later, by a profile: their environment beside the inherited one
-_EXTRA_ENV = {kueue.COMPONENT: kueue.env, karpenter.COMPONENT: karpenter.env}
+# a component's extra ports are named "<component>-..."; Kueue's, Karpenter's and the metrics
+# adapter's are picked with the others (cheap) and used by the profiles that run them
+# (conformance/sim/kueue.py, karpenter.py and metrics_adapter.py start them)
+PORT_NAMES = (*COMPONENTS, "etcd-peer", *kueue.PORT_NAMES, *karpenter.PORT_NAMES,
+              *metrics_adapter.PORT_NAMES)
 # A component's port is picked seconds before it listens. The kernel numbers outgoing
 # connections from its ephemeral range, so a port picked there can be taken meanwhile (CI saw
 # kwok fail with "address already in use"); ports just below that range are only taken by
@@ -50,6 +49,12 @@ SERVICE_CIDR = "10.96.0.0/16"
 # The ``kubernetes`` Service's cluster IP (the range's first address): a real node's pods reach
 # the API server there (conformance/node/relay.py), so the serving certificate names it too.
 KUBERNETES_SERVICE_IP = "10.96.0.1"
+# The HPA controller's period (upstream default 15 s): the pod-autoscaling checks see a scale
+# within a few periods; 2 s keeps them short and costs nothing where no HPA exists.
+HPA_SYNC_PERIOD = "2s"
+# The aggregation layer's front proxy, as kubeadm sets it up: its own CA, and the client
+# certificate the API server presents to aggregated API servers (the metrics adapter).
+FRONT_PROXY_CLIENT = "front-proxy-client"
 # A real kubelet's node carries this label from its registration on; KWOK leaves such nodes
 # (and their pods) alone and manages every other node, as with --manage-all-nodes.
 REAL_NODE_LABEL = "node.gpuconf.io/real"
@@ -209,13 +214,21 @@ class ControlPlane:
         log_path = Path(state.folder) / "logs" / f"{component}.log"
         progress(f"starting {component}")
         t0 = time.monotonic()
-        extra_env = _EXTRA_ENV.get(component)
-        proc = processes.spawn(argv, log_path, env=(extra_env(Path(state.folder))
-                                                    if extra_env else None))
+        proc = processes.spawn(argv, log_path, env=self._env(state, component))
         state.pids[component] = proc.pid
         state.save()
         self._wait_healthy(state, component, proc, log_path)
         progress(f"{component} ready in {time.monotonic() - t0:.1f}s")
+
+    @staticmethod
+    def _env(state: ClusterState, component: str) -> dict[str, str] | None:
+        if component == kueue.COMPONENT:
+            return kueue.env(Path(state.folder))
+        if component == karpenter.COMPONENT:
+            return karpenter.env(Path(state.folder))
+        if component == metrics_adapter.COMPONENT:
+            return metrics_adapter.env(state.ports, metrics_adapter.host_ip())
+        return None
 
     def stop_component(self, state: ClusterState, component: str) -> None:
         pid = state.pids.get(component)
@@ -224,6 +237,21 @@ class ControlPlane:
         processes.stop(pid, state.binaries.get(component, ""))
         state.pids.pop(component, None)
         state.save()
+
+    def run_or_stop(self, state: ClusterState, component: str, want: bool,
+                    binary: Callable[[], Path], progress: Progress) -> bool:
+        """A component a profile runs (Kueue, Karpenter, the metrics adapter): started with
+        ``binary()`` on free ports where ``want`` and it is not running, stopped where not
+        ``want`` (its PID is the state's, so ``sim down`` stops it too). True when started."""
+        pid = state.pids.get(component)
+        if want and (pid is None or not processes.pid_alive(pid)):
+            state.binaries[component] = str(binary())
+            self.start_on_a_free_port(state, component, False, progress)
+            return True
+        if not want and pid is not None:
+            progress(f"stopping {component}")
+            self.stop_component(state, component)
+        return False
 
     def down(self, *, progress: Progress = print, keep_logs: bool = False) -> bool:
         """Stop every recorded process (reverse start order) and remove the data.
@@ -272,15 +300,20 @@ class ControlPlane:
         pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                   org="system:masters", client=True)
         pki.service_account_keys()
+        front_proxy = ClusterPKI(self.folder / "pki" / "front-proxy")
+        front_proxy.issue(FRONT_PROXY_CLIENT, FRONT_PROXY_CLIENT, client=True)
         users = {
             "admin": ("kubernetes-admin", "system:masters"),
             "controller-manager": ("system:kube-controller-manager", None),
             "scheduler": ("system:kube-scheduler", None),
             "kwok": ("gpuconf-kwok", "system:masters"),
             kueue.COMPONENT: (kueue.USER, "system:masters"),
+            metrics_adapter.COMPONENT: (metrics_adapter.USER, "system:masters"),
             karpenter.COMPONENT: (karpenter.USER, "system:masters"),
         }
         pki.issue(kueue.WEBHOOK_CERT, kueue.USER, server=True, hosts=("127.0.0.1", "localhost"))
+        pki.issue(metrics_adapter.SERVING_CERT, metrics_adapter.USER, server=True,
+                  hosts=metrics_adapter.serving_hosts())
         for name, (cn, org) in users.items():
             pair = pki.issue(name, cn, org=org, client=True)
             target = self.folder / ("kubeconfig" if name == "admin" else f"{name}.kubeconfig")
@@ -323,6 +356,16 @@ class ControlPlane:
                     f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
                     "--kubelet-preferred-address-types=InternalIP,ExternalIP,Hostname",
                     "--endpoint-reconciler-type=none",  # loopback cannot be an endpoint IP
+                    # the aggregation layer (an aggregated API: the metrics adapter), reached
+                    # at its endpoints: there is no kube-proxy for a Service's cluster IP
+                    f"--requestheader-client-ca-file={pki / 'front-proxy' / 'ca.crt'}",
+                    f"--requestheader-allowed-names={FRONT_PROXY_CLIENT}",
+                    "--requestheader-username-headers=X-Remote-User",
+                    "--requestheader-group-headers=X-Remote-Group",
+                    "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                    f"--proxy-client-cert-file={pki / 'front-proxy' / f'{FRONT_PROXY_CLIENT}.crt'}",
+                    f"--proxy-client-key-file={pki / 'front-proxy' / f'{FRONT_PROXY_CLIENT}.key'}",
+                    "--enable-aggregator-routing=true",
                     "--allow-privileged=true", "--event-ttl=1h", "--v=1"]
         if component in ("kube-controller-manager", "kube-scheduler"):
             kc = f / ("controller-manager.kubeconfig" if component == "kube-controller-manager"
@@ -342,9 +385,12 @@ class ControlPlane:
                     "--kube-api-qps=300", "--kube-api-burst=600",
                     # KWOK postpones a node's heartbeat whenever the node object changes (each
                     # fault the stand-in writes); simulated nodes must not age out meanwhile.
-                    "--node-monitor-grace-period=3600s"]
+                    "--node-monitor-grace-period=3600s",
+                    f"--horizontal-pod-autoscaler-sync-period={HPA_SYNC_PERIOD}"]
         if component == kueue.COMPONENT:
             return kueue.argv(binary, f, p)
+        if component == metrics_adapter.COMPONENT:
+            return metrics_adapter.argv(binary, f, p, metrics_adapter.host_ip())
         if component == karpenter.COMPONENT:
             return karpenter.argv(binary, f, p)
         if component == "kwok":
@@ -364,6 +410,10 @@ class ControlPlane:
             url, ctx = f"http://127.0.0.1:{p['kwok']}/healthz", None
         elif component == kueue.COMPONENT:
             url, ctx = kueue.ready_url(p), None
+        elif component == metrics_adapter.COMPONENT:
+            url = metrics_adapter.ready_url(p, metrics_adapter.host_ip())
+            ctx = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+            ctx.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
         elif component == karpenter.COMPONENT:
             url, ctx = karpenter.ready_url(p), None
         else:

@@ -16,7 +16,14 @@ from conformance.common.errors import NotConverged, UsageError
 from conformance.common.processes import pid_alive
 from conformance.controlplane.components import ClusterState, ControlPlane, clusters_dir
 from conformance.nvidia import device_plugin_chart
-from conformance.sim import karpenter, kueue, operator_plan, standin, standin_state
+from conformance.sim import (
+    karpenter,
+    kueue,
+    metrics_adapter,
+    operator_plan,
+    standin,
+    standin_state,
+)
 from conformance.sim.faults import validate as validate_faults
 
 STANDIN = "standin"
@@ -42,6 +49,7 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
         standin.reconcile(cluster, sim_state, chart=chart, progress=progress)
         kueue.ensure_process(state, sim_state, progress)
         karpenter.ensure_process(state, sim_state, progress)
+        metrics_adapter.ensure(cluster, state, sim_state, progress)
         _start_standin(state, progress)
         if operator == "standin":
             wait_rolled_out(cluster, sim_state, progress)
@@ -150,6 +158,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
     standin.reconcile(cluster, new, progress=progress)
     kueue.ensure_process(state, new, progress)
     karpenter.ensure_process(state, new, progress)
+    metrics_adapter.ensure(cluster, state, new, progress)
     standin_state.wait_for_a_full_pass(cluster, progress)
     if new.operator == "standin":
         wait_rolled_out(cluster, new, progress)

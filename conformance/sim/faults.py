@@ -14,6 +14,11 @@ from conformance.common.errors import UsageError
 # What a default run checks; DRA faults are caught by the dra suite beside them.
 SUITES: tuple[str, ...] = ("stack", "scheduling", "sharing")
 DRA_SUITES: tuple[str, ...] = (*SUITES, "dra")
+# An unavailable aggregated API stalls every namespace deletion (the namespace controller's
+# discovery fails), so a whole run under hpa-metrics-api-down leaves every check's namespace
+# Terminating; its fault test runs the pod-autoscaling checks alone and proves that too
+# (tests/integration/test_pod_autoscaling.py).
+HPA_SUITES: tuple[str, ...] = ("scheduling/test_pod_autoscaling.py",)
 
 
 @dataclass(frozen=True)
@@ -211,6 +216,25 @@ FAULTS: tuple[Fault, ...] = (
           profile="autoscaling-karpenter",
           fails={"SCHED-AUTOSCALE-001"},
           word="scale-down"),
+    # --- pod autoscaling: the HPA on a custom metric (sim/metrics_adapter.py plays them) -------
+    Fault("hpa-metrics-api-down",
+          "the custom metrics adapter is not running; its APIServices (custom.metrics.k8s.io) "
+          "and Service are still registered",
+          "HPAs on custom metrics never scale (FailedGetObjectMetric, the APIService is "
+          "unavailable: FailedDiscoveryCheck); deleted namespaces stay Terminating, their "
+          "discovery failing for custom.metrics.k8s.io",
+          "no scaling -> the custom metrics adapter behind APIService "
+          "v1beta2.custom.metrics.k8s.io (its pod, logs and certificates)",
+          profile="pod-autoscaling", fails={"SCHED-HPA-001", "SCHED-HPA-002"},
+          word="custom metrics API", suites=HPA_SUITES),
+    Fault("hpa-gpus-held",
+          "another team's inference Deployment holds every GPU but one",
+          "an HPA scales a GPU Deployment up, and its new pods stay Pending with "
+          "'Insufficient nvidia.com/gpu'",
+          "scaled pods Pending -> no GPU free for them: the GPU nodes' use (and a cluster "
+          "autoscaler for GPU node groups)",
+          profile="pod-autoscaling", fails={"SCHED-HPA-001"},
+          word="found no GPU"),
     Fault("standin-ignores-changes",
           "the operator stand-in stops reconciling ClusterPolicy and node-label changes",
           "a ClusterPolicy change never reaches the operands",

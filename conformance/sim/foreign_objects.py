@@ -4,7 +4,9 @@
   a fractional or request-only ``nvidia.com/gpu`` becomes one whole GPU, so a pod asking for
   0.5 GPU is admitted and silently holds a whole one;
 - ``unpinned-gpu-workload``: a team's training Deployment that asks for a GPU but for no GPU
-  type, on a cluster with several: its pods land on whichever type is free.
+  type, on a cluster with several: its pods land on whichever type is free;
+- ``hpa-gpus-held``: a team's inference Deployment that holds every GPU but one, so a
+  Deployment the HPA scales up finds no GPU for its new pods.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from conformance.sim.objects import STANDIN_LABEL
 REWRITER_POLICY = "gpuconf-sim-gpu-request-rewriter"
 UNPINNED_NAMESPACE = "ml-team"
 UNPINNED_DEPLOYMENT = "trainer"
+HOLDER_NAMESPACE = "inference-team"
+HOLDER_DEPLOYMENT = "server"
 
 _GPU_ASK = "'nvidia.com/gpu' in c.resources.{0}"
 _REWRITABLE = (
@@ -83,12 +87,16 @@ def ensure_request_rewriter(cluster: Cluster, wanted: bool) -> None:
 
 def unpinned_workload() -> dict:
     """A team's training Deployment that asks for a GPU but for no GPU type."""
-    labels = {"app": UNPINNED_DEPLOYMENT, STANDIN_LABEL: "true"}
+    return _gpu_deployment(UNPINNED_NAMESPACE, UNPINNED_DEPLOYMENT, 2)
+
+
+def _gpu_deployment(namespace: str, name: str, replicas: int) -> dict:
+    """A team's Deployment of one-GPU pods that names no GPU type."""
+    labels = {"app": name, STANDIN_LABEL: "true"}
     return {
         "apiVersion": "apps/v1", "kind": "Deployment",
-        "metadata": {"name": UNPINNED_DEPLOYMENT, "namespace": UNPINNED_NAMESPACE,
-                     "labels": labels},
-        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": UNPINNED_DEPLOYMENT}},
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
                  "template": {"metadata": {"labels": labels}, "spec": {
                      "tolerations": [copy.deepcopy(t) for t in operands.DEFAULT_TOLERATIONS],
                      "containers": [{"name": "train", "image": "nvcr.io/nvidia/pytorch:25.01-py3",
@@ -104,3 +112,14 @@ def ensure_unpinned_workload(cluster: Cluster, wanted: bool) -> None:
     objects.ensure_namespace(cluster, UNPINNED_NAMESPACE, {STANDIN_LABEL: "true"})
     with already_done(Conflict):
         cluster.apps.create_namespaced_deployment(UNPINNED_NAMESPACE, unpinned_workload())
+
+
+def ensure_gpu_holder(cluster: Cluster, gpus: int) -> None:
+    """A team's inference Deployment holding ``gpus`` GPUs (none: gone, with its pods)."""
+    if gpus <= 0:
+        namespaces.delete_namespace(cluster, HOLDER_NAMESPACE, wait=True)
+        return
+    objects.ensure_namespace(cluster, HOLDER_NAMESPACE, {STANDIN_LABEL: "true"})
+    with already_done(Conflict):
+        cluster.apps.create_namespaced_deployment(
+            HOLDER_NAMESPACE, _gpu_deployment(HOLDER_NAMESPACE, HOLDER_DEPLOYMENT, gpus))

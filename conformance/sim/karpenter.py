@@ -28,7 +28,6 @@ from conformance.checks.autoscaling import (
     NODEPOOL_LABEL,
 )
 from conformance.cluster.client import Cluster, NotFound, already_done
-from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.controlplane import karpenter as karpenter_process
 from conformance.controlplane.components import ClusterState, ControlPlane
@@ -111,19 +110,14 @@ def remove(cluster: Cluster) -> None:
 
 def ensure_process(state: ClusterState, sim_state: SimState, progress: Progress) -> None:
     """Karpenter running where the profile wants it, with the profile's instance types;
-    stopped otherwise (its PID is the cluster state's, so ``sim down`` stops it too)."""
+    stopped otherwise."""
     profile = sim_state.resolve_profile()
-    pid = state.pids.get(karpenter_process.COMPONENT)
-    plane = ControlPlane(state.name)
-    if wanted(profile) and (pid is None or not processes.pid_alive(pid)):
+    if wanted(profile):  # read when Karpenter starts
         path = karpenter_process.instance_types_file(Path(state.folder))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(instance_types(profile), indent=2))
-        state.binaries[karpenter_process.COMPONENT] = str(binaries.require_karpenter().manager)
-        plane.start_on_a_free_port(state, karpenter_process.COMPONENT, False, progress)
-    elif not wanted(profile) and pid is not None:
-        progress("stopping karpenter")
-        plane.stop_component(state, karpenter_process.COMPONENT)
+    ControlPlane(state.name).run_or_stop(state, karpenter_process.COMPONENT, wanted(profile),
+                                         lambda: binaries.require_karpenter().manager, progress)
 
 
 def _group_of(profile: Profile, node) -> NodeGroup | None:

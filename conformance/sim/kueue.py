@@ -13,7 +13,6 @@ from __future__ import annotations
 from conformance.binaries import binaries
 from conformance.checks.gang import KUEUE_GROUP, KUEUE_VERSION
 from conformance.cluster.client import Cluster, NotFound, already_done
-from conformance.common import processes
 from conformance.common.console import Progress
 from conformance.controlplane import kueue as kueue_process
 from conformance.controlplane.components import ClusterState, ControlPlane
@@ -69,13 +68,7 @@ def remove(cluster: Cluster) -> None:
 
 def ensure_process(state: ClusterState, sim_state: SimState, progress: Progress) -> None:
     """Kueue's manager running where the profile wants it and no fault stops it; stopped
-    otherwise (its PID is the cluster state's, so ``sim down`` stops it too)."""
+    otherwise."""
     want = wanted(sim_state.resolve_profile()) and not sim_state.has(CONTROLLER_DOWN)
-    pid = state.pids.get(kueue_process.COMPONENT)
-    plane = ControlPlane(state.name)
-    if want and (pid is None or not processes.pid_alive(pid)):
-        state.binaries[kueue_process.COMPONENT] = str(binaries.require_kueue().manager)
-        plane.start_on_a_free_port(state, kueue_process.COMPONENT, False, progress)
-    elif not want and pid is not None:
-        progress("stopping kueue")
-        plane.stop_component(state, kueue_process.COMPONENT)
+    ControlPlane(state.name).run_or_stop(state, kueue_process.COMPONENT, want,
+                                         lambda: binaries.require_kueue().manager, progress)

@@ -74,7 +74,8 @@ def resized(base: profiles.Profile, nodes: int | None,
     return profiles.Profile(f"{base.name}-{new.count}x{new.gpus_per_node}",
                             f"{base.description} (resized to {new.count} GPU nodes x "
                             f"{new.gpus_per_node} GPUs)", groups, stack=base.stack, gang=base.gang,
-                            autoscaler=base.autoscaler, autoscaled=base.autoscaled)
+                            autoscaler=base.autoscaler, autoscaled=base.autoscaled,
+                            custom_metrics=base.custom_metrics)
 
 
 @dataclass

@@ -72,6 +72,7 @@ OPERATOR_STACK = "gpu-operator"  # the GPU Operator with a ClusterPolicy
 STACKS = (OPERATOR_STACK, "device-plugin-chart", "gpu-cluster")
 GANG_SCHEDULERS = (None, "kueue")
 AUTOSCALERS = (None, "karpenter")
+CUSTOM_METRICS_ADAPTERS = (None, "test-adapter")
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,10 @@ class Profile:
     # (a group of 0 nodes: the autoscaler makes them), GPU nodes as the stand-in writes them.
     autoscaler: str | None = None
     autoscaled: tuple[NodeGroup, ...] = ()
+    # Who serves the custom metrics API (custom.metrics.k8s.io) the HPA scales on: None
+    # (nobody), or "test-adapter" (custom-metrics-apiserver's test adapter runs as a process of
+    # the control plane, registered as an APIService: sim/metrics_adapter.py).
+    custom_metrics: str | None = None
 
     def __post_init__(self) -> None:
         if self.autoscaler not in AUTOSCALERS or bool(self.autoscaler) != bool(self.autoscaled):
@@ -253,6 +258,9 @@ class Profile:
                              f"{AUTOSCALERS}, with the instance types it launches")
         if any(g.count for g in self.autoscaled):
             raise ValueError(f"profile {self.name!r}: autoscaled groups start with 0 nodes")
+        if self.custom_metrics not in CUSTOM_METRICS_ADAPTERS:
+            raise ValueError(f"profile {self.name!r}: custom_metrics {self.custom_metrics!r} "
+                             f"is not one of {CUSTOM_METRICS_ADAPTERS}")
         if self.gang not in GANG_SCHEDULERS:
             raise ValueError(f"profile {self.name!r}: gang {self.gang!r} is not one of "
                              f"{GANG_SCHEDULERS}")
@@ -408,6 +416,10 @@ def _profiles() -> dict[str, Profile]:
                 autoscaler="karpenter",
                 autoscaled=(gpu_group("pool-h100", 0, H100, 1, **_A3_1G),
                             cpu_group(0, name="pool-cpu", machine_type="n2-standard-16"))),
+        Profile("pod-autoscaling", "custom-metrics-apiserver v1.37.0's test adapter serves "
+                "custom.metrics.k8s.io; the HPA scales GPU Deployments on 2 x 2 H100",
+                (gpu_group("h100", 2, H100, 2, **_A3_2G), cpu_group()),
+                custom_metrics="test-adapter"),
         # --- DRA: the NVIDIA DRA driver (gpu.nvidia.com) hands out the GPUs (sim/dra.py) ---
         Profile("dra", "DRA only: 1 x 8 A100-40GB (compute 8.0) and 2 x 8 H100 (9.0) publish "
                 "gpu.nvidia.com pools; no nvidia.com/gpu in their capacity",

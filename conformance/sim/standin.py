@@ -81,3 +81,5 @@ def reconcile(cluster: Cluster, state: SimState, *, chart: str | None = None,
         plugin_chart.apply(cluster, seed, crashloop=bool(plan.refused), write_config=True)
     foreign_objects.ensure_request_rewriter(cluster, state.has("gpu-request-rewriter"))
     foreign_objects.ensure_unpinned_workload(cluster, state.has("unpinned-gpu-workload"))
+    foreign_objects.ensure_gpu_holder(
+        cluster, profile.physical_gpus - 1 if state.has("hpa-gpus-held") else 0)

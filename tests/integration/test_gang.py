@@ -7,15 +7,10 @@ from __future__ import annotations
 
 from conformance.cluster.namespaces import leftover_namespaces
 from conformance.report import cncf
-from tests.helpers import run_suites, verdicts
+from tests.helpers import cncf_item, run_suites, seconds_took, verdicts
 
 GANG = {"SCHED-GANG-001", "SCHED-GANG-002"}
 GANG_CHECKS_BUDGET_S = 60.0  # the target for the gang checks on the 2-core sim
-
-
-def _gang_item(doc: dict) -> dict:
-    return next(i for i in cncf.rollup(doc["requirements"])["items"]
-                if i["id"] == "gang_scheduling")
 
 
 def test_gang_checks_pass_on_kueue_and_the_cncf_item_is_implemented(sim, sim_cluster,
@@ -23,9 +18,8 @@ def test_gang_checks_pass_on_kueue_and_the_cncf_item_is_implemented(sim, sim_clu
     sim_state("gang-kueue")
     code, doc, out = run_suites(sim.kubeconfig, tmp_path, "scheduling/test_gang.py")
     assert verdicts(doc, "pass") == GANG and code == 0, out[-3000:]
-    assert _gang_item(doc)["status"] == cncf.IMPLEMENTED
-    took = sum(t["duration_s"] for r in doc["requirements"] if r["id"] in GANG
-               for t in r["tests"])
+    assert cncf_item(doc, "gang_scheduling")["status"] == cncf.IMPLEMENTED
+    took = seconds_took(doc, GANG)
     assert took < GANG_CHECKS_BUDGET_S, f"the gang checks took {took:.1f}s"
     assert leftover_namespaces(sim_cluster) == []
 
@@ -36,4 +30,4 @@ def test_gang_checks_are_not_applicable_without_a_gang_scheduler(sim, sim_state,
     assert verdicts(doc, "not-applicable") >= GANG and code == 0, out[-3000:]
     rows = {r["id"]: r for r in doc["requirements"]}
     assert "no gang scheduler" in rows["SCHED-GANG-001"]["message"]
-    assert _gang_item(doc)["status"] == cncf.NOT_APPLICABLE
+    assert cncf_item(doc, "gang_scheduling")["status"] == cncf.NOT_APPLICABLE

@@ -57,6 +57,16 @@ def test_autoscaling_check_and_its_cleanup_run_as_the_service_account(sa_kubecon
     assert sim_cluster.core.list_node(label_selector="karpenter.sh/nodepool").items == []
 
 
+def test_pod_autoscaling_checks_run_as_the_service_account(sa_kubeconfig, sim_state, tmp_path):
+    """A Deployment and its HPA in its own namespace, the metric written through the test
+    adapter's Service proxy (that port only), the custom metrics API read only."""
+    sim_state("pod-autoscaling")
+    code, doc, out = run_suites(sa_kubeconfig, tmp_path, "scheduling/test_pod_autoscaling.py")
+    assert "403" not in out and "Forbidden" not in out, out[-3000:]
+    assert verdicts(doc, "pass") >= {"SCHED-HPA-001", "SCHED-HPA-002"} and code == 0, \
+        out[-3000:]
+
+
 def test_service_account_cannot_read_secrets(sa_kubeconfig):
     cluster = connect(str(sa_kubeconfig))
     with pytest.raises(ApiException) as refused:

@@ -104,6 +104,9 @@ SYMPTOMS = {
     "autoscaling-no-gpu-instance-types": lambda c: _nodepool_gpu_types(c) == [],
     "autoscaling-scale-down-disabled": lambda c: _nodepool(c).get("spec", {}).get(
         "disruption", {}).get("consolidateAfter") == "Never",
+    "hpa-metrics-api-down": lambda c: _custom_metrics_api_unavailable(c),
+    "hpa-gpus-held": lambda c: _pods_running(c, "inference-team") == sum(
+        n.gpu_resources.get(L.GPU_RESOURCE, 0) for n in list_gpu_nodes(c)) - 1,
     **DRA_SYMPTOMS,
 }
 
@@ -135,6 +138,17 @@ def _crashlooping(c, app: str) -> bool:
     return any((s.state.waiting and s.state.waiting.reason == "CrashLoopBackOff")
                for p in _view(c).pods_by_app.get(app, [])
                for s in (p.status.container_statuses or []))
+
+
+def _custom_metrics_api_unavailable(c) -> bool:
+    """APIService v1beta2.custom.metrics.k8s.io is registered and not Available."""
+    from conformance.cluster import pod_autoscaling
+
+    return any(not api.available for api in pod_autoscaling.metrics_apis(c))
+
+
+def _pods_running(c, namespace: str) -> int:
+    return sum(p.status.phase == "Running" for p in c.core.list_namespaced_pod(namespace).items)
 
 
 def _kueue_served(c) -> bool:

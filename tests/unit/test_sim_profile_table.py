@@ -30,6 +30,7 @@ def test_profile_table():
         "dra": (3, 24, 1), "dra-mig": (2, 16, 1), "dra-mixed": (4, 32, 1),
         "dra-gpucluster": (2, 16, 1), "dra-large": (500, 4000, 1), "gang-kueue": (2, 4, 1),
         "autoscaling-karpenter": (2, 4, 1),
+        "pod-autoscaling": (2, 4, 1),
     }
     assert {n: (p.gpu_node_count, p.physical_gpus, p.node_count - p.gpu_node_count)
             for n, p in PROFILES.items()} == expected

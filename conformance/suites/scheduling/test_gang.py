@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import pytest
 
 from conformance.checks import gang
+from conformance.cluster import allocation
 from conformance.cluster import evidence as ev
 from conformance.cluster import gang as gangs
 from conformance.cluster.waits import WaitTimeout
@@ -58,7 +59,7 @@ def gang_queue(request, cluster, namespace, gpu_env, attachments) -> Queue:
     if queue is None:
         not_run(why)
     nodes = request.getfixturevalue("require_device_plugin_nodes")
-    physical = gangs.physical_free_gpus(cluster, nodes)
+    physical = allocation.free_whole_gpus(cluster, nodes)
     queue = gangs.settled_queue(cluster, queue, min(gang.GANG_SIZE, physical))
     planned = gang.plan(physical, queue.gpu_free)
     if planned is None:

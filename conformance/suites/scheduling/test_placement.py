@@ -23,12 +23,15 @@ from conformance.plugin.api import finding, not_applicable
 PODS_PER_TYPE = 3  # enough to see a spread across nodes, few enough to stay fast
 
 
-def _pod_count(nodes, resource: str) -> int:
-    """One-GPU pods to place: PODS_PER_TYPE, but no more than ``nodes`` have ``resource`` to
-    hand out (on a one-GPU node a second pod is Pending, not misplaced: SCHED-ALLOC-001's), and
-    at least one (a type with none allocatable leaves it Pending: the check fails)."""
-    allocatable = sum(n.main_resource[1] for n in nodes if n.main_resource[0] == resource)
-    return max(1, min(PODS_PER_TYPE, allocatable))
+def _pod_count(cluster, nodes, resource: str) -> int:
+    """One-GPU pods to place: PODS_PER_TYPE, but no more than ``nodes`` have ``resource`` free
+    to hand out (on a one-GPU node a second pod is Pending, not misplaced: SCHED-ALLOC-001's;
+    GPUs other teams' pods hold are not free), and at least one (a type with none allocatable
+    leaves it Pending: the check fails)."""
+    in_use = pods.gpus_in_use_by_node(cluster)
+    free = sum(max(n.main_resource[1] - in_use.get(n.name, {}).get(resource, 0), 0)
+               for n in nodes if n.main_resource[0] == resource)
+    return max(1, min(PODS_PER_TYPE, free))
 
 
 def _products(nodes) -> dict[str, list]:
@@ -55,7 +58,7 @@ def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env, g
             "stay Pending (device plugin)")
         names = [pods.create(cluster, namespace, PodSpec("bytype", gpus=1, resource=resource,
                                                          node_selector={L.PRODUCT: product}),
-                             gpu_env.run_id) for _ in range(_pod_count(nodes, resource))]
+                             gpu_env.run_id) for _ in range(_pod_count(cluster, nodes, resource))]
         for name in names:
             node = by_name.get(pods.wait_scheduled(cluster, namespace, name))
             if node is None or node.label(L.PRODUCT) != product:
@@ -85,7 +88,8 @@ def test_compute_capability_affinity_places_on_new_generation(
         "no GPU node advertises a GPU resource: FP8 pods would stay Pending (device plugin)")
     names = [pods.create(cluster, namespace, PodSpec("fp8", gpus=1, resource=resource,
                                                      affinity=affinity), gpu_env.run_id)
-             for _ in range(_pod_count(eligible or require_device_plugin_nodes, resource))]
+             for _ in range(_pod_count(cluster, eligible or require_device_plugin_nodes,
+                                               resource))]
     if not eligible:
         reason = pods.wait_unschedulable(cluster, namespace, names[0])
         finding(request, f"no Hopper-or-newer GPU node: FP8 pods stay Pending ({reason})")
