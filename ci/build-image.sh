@@ -44,6 +44,13 @@ while (( $# )); do
 done
 [[ -n $VERSION ]] || { echo "ci/build-image.sh: no version in pyproject.toml" >&2; exit 1; }
 
+need() {  # need COMMAND PACKAGE
+  command -v "$1" >/dev/null 2>&1 \
+    || { echo "ci/build-image.sh: $1 is missing: apt-get install -y $2 (as root), then make image" >&2
+         exit 1; }
+}
+need buildah buildah
+
 # What the image is built from: the Dockerfile, the files it copies (without the bytecode
 # .dockerignore leaves out) and the CA choice; the same hash next to the archive = current.
 inputs=$( { echo "host_ca=$host_ca"
@@ -55,12 +62,6 @@ if (( ! force )) && [[ -s $OUT && "$(cat "$OUT.inputs" 2>/dev/null)" == "$inputs
   exit 0
 fi
 
-need() {  # need COMMAND PACKAGE
-  command -v "$1" >/dev/null 2>&1 \
-    || { echo "ci/build-image.sh: $1 is missing: apt-get install -y $2 (as root), then make image" >&2
-         exit 1; }
-}
-need buildah buildah
 # chroot isolation: the OCI runtime (crun) is refused on this project's machine ("cgroups in
 # hybrid mode not supported"). Storage: buildah's default (overlay, which works here);
 # STORAGE_DRIVER=vfs where overlay mounts are refused: passed as --storage-driver (that variable
