@@ -10,6 +10,8 @@ Each fault is removed afterwards.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -83,32 +85,32 @@ def _route_as_admitted(c: Cluster, route: dict) -> dict:
                                                     "httproutes", route, dry_run="All")
 
 
-def _play(c: Cluster, policy: tuple[dict, dict], probe: dict) -> None:
-    """Create the policy and its binding; wait until a dry-run create of ``probe`` (the
-    check's own route) comes back rewritten."""
-    for doc, plural in zip(policy, ("mutatingadmissionpolicies",
-                                    "mutatingadmissionpolicybindings"), strict=True):
-        c.custom.create_cluster_custom_object(*ADMISSION, plural, doc)
-    wait_for(f"policy {policy[0]['metadata']['name']} to rewrite HTTPRoutes",
-             lambda: _route_as_admitted(c, probe)["spec"]["rules"] != probe["spec"]["rules"],
-             timeout=POLICY_LOADED_TIMEOUT_S)
-
-
-def _undo(c: Cluster, policy: tuple[dict, dict]) -> None:
+@contextlib.contextmanager
+def _policy_in_force(c: Cluster, policy: tuple[dict, dict], probe: dict) -> Iterator[None]:
+    """The policy and its binding, from when a dry-run create of ``probe`` (the check's own
+    route) comes back rewritten (the API server has loaded it) until it comes back as before
+    again (deleted and unloaded)."""
     name = policy[0]["metadata"]["name"]
-    for plural in ("mutatingadmissionpolicybindings", "mutatingadmissionpolicies"):
-        with already_done(NotFound):
-            c.custom.delete_cluster_custom_object(*ADMISSION, plural, name)
+    before = _route_as_admitted(c, probe)["spec"]["rules"]
+    plurals = ("mutatingadmissionpolicies", "mutatingadmissionpolicybindings")
+    try:
+        for doc, plural in zip(policy, plurals, strict=True):
+            c.custom.create_cluster_custom_object(*ADMISSION, plural, doc)
+        wait_for(f"policy {name} to rewrite HTTPRoutes",
+                 lambda: _route_as_admitted(c, probe)["spec"]["rules"] != before,
+                 timeout=POLICY_LOADED_TIMEOUT_S)
+        yield
+    finally:
+        for plural in reversed(plurals):
+            with already_done(NotFound):
+                c.custom.delete_cluster_custom_object(*ADMISSION, plural, name)
+        wait_for(f"policy {name} to be gone",
+                 lambda: _route_as_admitted(c, probe)["spec"]["rules"] == before,
+                 timeout=POLICY_LOADED_TIMEOUT_S)
 
 
 def _probe(build) -> dict:
-    route = build("probe", "default", "inference", "probe.test", 8080, {})
-    for rule in route["spec"]["rules"]:  # as the API server defaults them
-        rule.setdefault("matches", [{"path": {"type": "PathPrefix", "value": "/"}}])
-        for ref in rule["backendRefs"]:
-            ref.setdefault("weight", 1)
-            ref.update(group="", kind="Service")
-    return route
+    return build("probe", "default", "inference", "probe.test", 8080, {})
 
 
 FAULTS = {"route-weights-ignored": (_equal_weights, gw.split_route, {"INF-GW-001"}, "split"),
@@ -119,11 +121,7 @@ FAULTS = {"route-weights-ignored": (_equal_weights, gw.split_route, {"INF-GW-001
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_gateway_fault_fails_exactly_its_check(fault, node, node_gateway, tmp_path):
     make, build, fails, word = FAULTS[fault]
-    policy = make()
-    try:
-        _play(node_gateway, policy, _probe(build))
+    with _policy_in_force(node_gateway, make(), _probe(build)):
         code, doc, out = run_suites(Path(node.kubeconfig), tmp_path, SUITE, target="node",
                                     timeout=TIMEOUT_S)
-    finally:
-        _undo(node_gateway, policy)
     assert_fails_exactly(fault, code, doc, out, fails, word, node_gateway)
