@@ -194,7 +194,10 @@ build_prometheus() {
 #     a nested module the zip leaves out: three empty extension types (HTTP, Router, RouterIng)
 #     that the open-source build leaves empty; written here, with the same API;
 #   - it replaces abbot/go-http-auth (basic/digest auth middlewares) with a containous fork
-#     commit the proxy refuses: the upstream module v0.4.0 is used instead;
+#     commit the proxy refuses: the upstream module v0.4.0 is used instead, which lacks two of
+#     the fork's additions, so in this build the basicAuth middleware refuses every password
+#     (fails closed; CheckSecret) and digestAuth asks stale clients to authenticate afresh
+#     (RequireAuth for RequireAuthStale); the node uses neither;
 #   - go-acme/lego's DNS-challenge providers edgedns, huaweicloud, oraclecloud, sakuracloud,
 #     ucloud, yandexcloud need SDK versions the proxy refuses: a copy of lego without them.
 # The web UI's assets are not in the module zip (npm builds them): the dashboard is empty.
@@ -237,6 +240,9 @@ GO
       -e "/^\tcase \"$p\"/,+1d" "$tmp/lego/providers/dns/zz_gen_dns_providers.go"
   done
   sed -i '/^\tcase "edgedns", "fastdns":/,+1d' "$tmp/lego/providers/dns/zz_gen_dns_providers.go"
+  sed -i 's/checkSecret:       goauth.CheckSecret,/checkSecret:       func(string, string) bool { return false },/' \
+    pkg/middlewares/auth/basic_auth.go
+  sed -i 's/d.auth.RequireAuthStale(rw, req)/d.auth.RequireAuth(rw, req)/' pkg/middlewares/auth/digest_auth.go
   go mod edit -dropreplace=github.com/abbot/go-http-auth \
     -replace=github.com/abbot/go-http-auth=github.com/abbot/go-http-auth@v0.4.0 \
     -replace="github.com/go-acme/lego/v5=$tmp/lego"
