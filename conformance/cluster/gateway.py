@@ -94,15 +94,20 @@ def ask(url: str, host: str, headers: dict[str, str] | None = None) -> str:
         return f"error: {str(exc)[:80]}"
 
 
-def wait_route_answers(url: str, host: str, headers: dict[str, str] | None = None) -> None:
-    """Until a stand-in answers through the listener (the implementation's configuration has
-    caught up with the route)."""
-    last: list[str] = []
+def wait_route_answers(url: str, host: str, probes: list[dict[str, str]],
+                       backends: set[str]) -> None:
+    """Until the implementation's configuration has caught up with the route: each probe
+    (request headers) is answered by a stand-in, and each of ``backends`` has answered (an
+    endpoint it does not know yet answers 503)."""
+    seen: set[str] = set()
 
     def pending() -> str | None:
-        last.append(ask(url, host, headers))
-        return None if last[-1] in gw.BACKENDS else f"last answer: {last[-1]}"
-    wait_until_done(f"{url} (Host {host}) to be answered by a stand-in", pending,
+        last = [ask(url, host, headers) for headers in probes]
+        seen.update(last)
+        if all(a in gw.BACKENDS for a in last) and backends <= seen:
+            return None
+        return f"last answers: {', '.join(last)}; seen {sorted(seen)}"
+    wait_until_done(f"{url} (Host {host}) to be answered by the stand-ins", pending,
                     timeout=ROUTE_TIMEOUT_S)
 
 

@@ -56,9 +56,11 @@ RouteBuilder = Callable[..., dict]
 
 
 def serve(cluster, gpu_env, namespace: str, spec: gw.GatewaySpec, route: RouteBuilder,
-          check: str, attachments: list, probe: dict[str, str] | None = None) -> tuple[str, str]:
+          check: str, attachments: list, probes: list[dict[str, str]],
+          backends: set[str]) -> tuple[str, str]:
     """The two stand-ins, a Gateway of ``spec`` and the route ``route`` builds, each waited on
-    until accepted / programmed / answering; (the listener's URL, the route's hostname)."""
+    until accepted / programmed / answering (``probes`` answered by stand-ins, ``backends``
+    among them); (the listener's URL, the route's hostname)."""
     run_id = secrets.token_hex(5)
     labels = run_labels(gpu_env.run_id)
     for backend in gw.BACKENDS:
@@ -75,7 +77,7 @@ def serve(cluster, gpu_env, namespace: str, spec: gw.GatewaySpec, route: RouteBu
         for backend in gw.BACKENDS:
             monitoring.wait_stand_in(cluster, namespace, backend)
         url = gateways.listener_url(where, spec.port)
-        gateways.wait_route_answers(url, host, probe)
+        gateways.wait_route_answers(url, host, probes, backends)
     except WaitTimeout as exc:
         attachments.append(ev.Evidence("gateway.txt", str(exc)))
         pytest.fail(f"the Gateway API implementation of {spec.gateway_class} did not serve "
@@ -86,8 +88,9 @@ def serve(cluster, gpu_env, namespace: str, spec: gw.GatewaySpec, route: RouteBu
 @pytest.mark.requirement("INF-GW-001")
 def test_gateway_splits_traffic_by_weight(request, cluster, gpu_env, namespace, gateway_spec,
                                           attachments):
+    # warmed up until both stand-ins have answered: the split is measured on a route served
     url, host = serve(cluster, gpu_env, namespace, gateway_spec, gw.split_route, "split",
-                      attachments)
+                      attachments, [{}], set(gw.BACKENDS))
     ok, line = gw.split_verdict(gateways.send(url, host, gw.SPLIT_REQUESTS))
     report = f"GatewayClass {gateway_spec.gateway_class}, {url} (Host {host}): {line}"
     if not ok:
@@ -99,8 +102,9 @@ def test_gateway_splits_traffic_by_weight(request, cluster, gpu_env, namespace, 
 @pytest.mark.requirement("INF-GW-002")
 def test_gateway_routes_by_model_header(request, cluster, gpu_env, namespace, gateway_spec,
                                         attachments):
+    # warmed up until a stand-in answers each model (which one is what is measured)
     url, host = serve(cluster, gpu_env, namespace, gateway_spec, gw.header_route, "header",
-                      attachments)
+                      attachments, [{gw.MODEL_HEADER: m} for m in gw.MODELS], set())
     answers = {m: gateways.send(url, host, gw.HEADER_REQUESTS, {gw.MODEL_HEADER: m})
                for m in gw.MODELS}
     ok, line = gw.header_verdict(answers)
