@@ -282,6 +282,15 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "monitoring", "the monitoring system (Prometheus): its query API unreachable, or its "
        "scrape selection (ServiceMonitor selector, scrape config, --metrics-scrape-manifest) "
        "misses the workload's Service", cncf=("ai_service_metrics",)),
+    _r("INF-GW-001", "The Gateway API splits inference traffic by weight: a GatewayClass "
+       "accepted, a Gateway programmed, an HTTPRoute weighting two stand-ins 80/20; the split "
+       "measured from 200 answers is within 8 points of 80/20", "inference", "gateway",
+       "the Gateway API implementation (GatewayClass controller): it ignores backendRef "
+       "weights, or never accepts/programs the Gateway or the route", cncf=("ai_inference",)),
+    _r("INF-GW-002", "The Gateway API routes by an OpenAI-style header: an HTTPRoute matching "
+       "x-gateway-model-name sends every request for a model to that model's stand-in",
+       "inference", "gateway", "the Gateway API implementation: an HTTPRoute header match "
+       "that does not route (requests fall to another rule)", cncf=("ai_inference",)),
     # --- dra: the NVIDIA DRA driver (gpu.nvidia.com) on resource.k8s.io/v1 ------------------
     _r("DRA-API-001", "resource.k8s.io/v1 is served and the NVIDIA DRA driver's DeviceClasses "
        "carry the upstream selectors (extendedResourceName nvidia.com/gpu where set)", "dra",

@@ -137,6 +137,12 @@ class Options:
         DEFAULT_METRICS_IMAGE, metavar="IMAGE", help="image with python3 the inference "
         f"stand-in runs in (default {DEFAULT_METRICS_IMAGE}; the real node imports its own, "
         "the host's python3, under that name)")
+    # --- the Gateway API (INF-GW-*, ai_inference) ---------------------------------------------
+    gateway: str | None = _option(
+        metavar="CLASS[:PORT]", help="the GatewayClass the inference routing checks put their "
+        "Gateway on, and the listener port its implementation serves (default 80); the "
+        "Gateway's status address must be reachable from where the run is (default: on the "
+        "real node its own Traefik; elsewhere none: the checks are not applicable)")
     # --- images of the pods on real GPUs ----------------------------------------------------
     cuda_image: str = _option(DEFAULT_CUDA_IMAGE, metavar="IMAGE",
                               help=f"image of the nvidia-smi pods (default {DEFAULT_CUDA_IMAGE})")

@@ -178,6 +178,7 @@ class NodeBinaries:
     mock_nvml_dir: Path  # libnvidia-ml.so.<version> and configs/*.yaml (GPU profiles)
     busybox: Path
     prometheus: Path  # the node's monitoring system; optional (the node runs without it)
+    traefik_dir: Path  # the node's Gateway API implementation and the CRDs (crds/); optional
     versions: dict
 
     @property
@@ -236,6 +237,7 @@ def locate_node() -> NodeBinaries:
         mock_nvml_dir=root / f"mock-nvml-{v['MOCK_NVML_COMMIT']}",
         busybox=busybox[-1] if busybox else root / "busybox-v0" / "busybox",
         prometheus=root / f"prometheus-{v['PROMETHEUS_VERSION']}" / "prometheus",
+        traefik_dir=root / f"traefik-{v['TRAEFIK_VERSION']}-gwapi-{v['GATEWAY_API_VERSION']}",
         versions=v,
     )
 

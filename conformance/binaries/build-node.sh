@@ -14,6 +14,10 @@
 #                                             base of the pause and workload images
 #   prometheus                                github.com/prometheus/prometheus (its Kubernetes
 #                                             service discovery only): the node's monitoring system
+#   traefik + crds/                           github.com/traefik/traefik/v3 (its kubernetesGateway
+#                                             provider) and the Gateway API CRDs
+#                                             (sigs.k8s.io/gateway-api GATEWAY_API_VERSION,
+#                                             config/crd/standard): the node's Gateway
 #   gpu-operator, nvidia-validator, cleanup-gpuclusters + assets/, manifests/,
 #   validator-manifests/                      NVIDIA gpu-operator source (--nvidia-src); opt-in:
 #                                             not in `all` (`gpuconf node operator` needs it)
@@ -32,7 +36,7 @@ set -euo pipefail
 BUILD_LOG_NAME=build-node
 # shellcheck source=lib.sh (the pins, the cache, log/die/built/finish, need_go/need_cc, module_dir)
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
-COMPONENTS=(kubelet containerd runc cni toolkit nfd device-plugin mock-nvml busybox prometheus)
+COMPONENTS=(kubelet containerd runc cni toolkit nfd device-plugin mock-nvml busybox prometheus traefik)
 OPTIONAL=(gpu-operator)  # built only when named
 
 export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
@@ -181,6 +185,75 @@ build_prometheus() {
   rm -rf "$work/prometheus-$v"
 }
 
+# build_traefik: Traefik, inside its own module (go.mod and go.sum apply), the node's Gateway API
+# implementation (its kubernetesGateway provider runs as a host process, like Prometheus), and
+# the Gateway API CRDs it serves. Three things of the published module cannot come from the Go
+# module proxy, so the tree built here differs from it in exactly these (upstream's code is
+# otherwise untouched):
+#   - its go.mod replaces github.com/traefik/traefik/dynamic/ext with ./pkg/config/dynamic/ext,
+#     a nested module the zip leaves out: three empty extension types (HTTP, Router, RouterIng)
+#     that the open-source build leaves empty; written here, with the same API;
+#   - it replaces abbot/go-http-auth (basic/digest auth middlewares) with a containous fork
+#     commit the proxy refuses: the upstream module v0.4.0 is used instead, which lacks two of
+#     the fork's additions, so in this build the basicAuth middleware refuses every password
+#     (fails closed; CheckSecret) and digestAuth asks stale clients to authenticate afresh
+#     (RequireAuth for RequireAuthStale); the node uses neither;
+#   - go-acme/lego's DNS-challenge providers edgedns, huaweicloud, oraclecloud, sakuracloud,
+#     ucloud, yandexcloud need SDK versions the proxy refuses: a copy of lego without them.
+# The web UI's assets are not in the module zip (npm builds them): the dashboard is empty.
+# GATEWAY_API_VERSION's module needs a newer Go than this machine's to be `go get`; only its
+# YAML is needed, so its zip, which `go mod download` fetches and verifies before it complains,
+# is unpacked (as build_karpenter's).
+LEGO_DROPPED=(edgedns huaweicloud oraclecloud sakuracloud ucloud yandexcloud)
+build_traefik() {
+  local v="$TRAEFIK_VERSION" gv="$GATEWAY_API_VERSION" dest="$bin_root/traefik-$TRAEFIK_VERSION-gwapi-$GATEWAY_API_VERSION"
+  if built "$dest" traefik crds; then log "traefik $v: cached at $dest"; return; fi
+  need_go
+  local dir zip lego lv p tmp="$work/traefik-$v" out="$work/traefik-$v/out" tree="$work/traefik-$v/tree"
+  dir=$(module_dir "github.com/traefik/traefik/v3@$v")
+  rm -rf "$tmp" && mkdir -p "$out/crds"
+  zip=$( (go mod download -json "sigs.k8s.io/gateway-api@$gv" || true) | sed -n 's/^\t"Zip": "\(.*\)",$/\1/p')
+  [[ -n "$zip" && -f "$zip" ]] || die "could not download sigs.k8s.io/gateway-api $gv from the Go module proxy ($(go env GOPROXY))"
+  python3 -m zipfile -e "$zip" "$tmp/gwapi"
+  cp "$tmp/gwapi/sigs.k8s.io/gateway-api@$gv/config/crd/standard/"*.yaml "$out/crds/"
+  cp -r "$dir" "$tree" && chmod -R u+w "$tree" && cd "$tree"
+  mkdir -p pkg/config/dynamic/ext
+  printf 'module github.com/traefik/traefik/dynamic/ext\n\ngo 1.24\n' > pkg/config/dynamic/ext/go.mod
+  cat > pkg/config/dynamic/ext/ext.go <<'GO'
+// Package ext: the extension points of Traefik's dynamic configuration, empty in this build.
+package ext
+
+type HTTP struct{}
+
+type Router struct{}
+
+type RouterIng struct{}
+
+func (RouterIng) ToRouter() Router { return Router{} }
+GO
+  lv=$(go list -m -f '{{.Version}}' github.com/go-acme/lego/v5)
+  lego=$(module_dir "github.com/go-acme/lego/v5@$lv")
+  cp -r "$lego" "$tmp/lego" && chmod -R u+w "$tmp/lego"
+  for p in "${LEGO_DROPPED[@]}"; do
+    rm -rf "$tmp/lego/providers/dns/$p"
+    sed -i -e "\#\"github.com/go-acme/lego/v5/providers/dns/$p\"#d" \
+      -e "/^\tcase \"$p\"/,+1d" "$tmp/lego/providers/dns/zz_gen_dns_providers.go"
+  done
+  sed -i '/^\tcase "edgedns", "fastdns":/,+1d' "$tmp/lego/providers/dns/zz_gen_dns_providers.go"
+  sed -i 's/checkSecret:       goauth.CheckSecret,/checkSecret:       func(string, string) bool { return false },/' \
+    pkg/middlewares/auth/basic_auth.go
+  sed -i 's/d.auth.RequireAuthStale(rw, req)/d.auth.RequireAuth(rw, req)/' pkg/middlewares/auth/digest_auth.go
+  go mod edit -dropreplace=github.com/abbot/go-http-auth \
+    -replace=github.com/abbot/go-http-auth=github.com/abbot/go-http-auth@v0.4.0 \
+    -replace="github.com/go-acme/lego/v5=$tmp/lego"
+  log "traefik $v: compiling cmd/traefik (slow on a cold cache)"
+  GOFLAGS="-mod=mod -buildvcs=false" CGO_ENABLED=0 go build -trimpath -tags netgo \
+    -ldflags "-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$v" -o "$out/" ./cmd/traefik
+  "$out/traefik" version 2>&1 | head -n 1
+  finish "$out" "$dest"
+  rm -rf "$tmp"
+}
+
 # ---- NVIDIA sources from --nvidia-src ----
 build_device_plugin() {
   local v="$NVIDIA_DEVICE_PLUGIN_VERSION" dest="$bin_root/nvidia-device-plugin-$NVIDIA_DEVICE_PLUGIN_VERSION"
@@ -275,6 +348,7 @@ run_one() {
     mock-nvml) build_mock_nvml ;;
     busybox) build_busybox ;;
     prometheus) build_prometheus ;;
+    traefik) build_traefik ;;
     gpu-operator) build_gpu_operator ;;
     *) die "unknown component '$1' (one of: all ${COMPONENTS[*]} ${OPTIONAL[*]})" 2 ;;
   esac

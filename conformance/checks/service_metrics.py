@@ -4,7 +4,9 @@
 The workload is a dependency-free inference stand-in (:data:`STAND_IN`, Python's standard
 library only): ``/v1/infer`` counts a request, ``/metrics`` serves a request counter, a latency
 histogram and a queue-depth gauge, each labelled ``conformance_run=<run ID>``; ``/healthz`` is
-not counted, so probes do not inflate the count. The metric names, the label and the pass
+not counted, so probes do not inflate the count. Each answer says which stand-in gave it
+(``X-Backend`` and the body's ``backend``: its ``BACKEND``), so ``ai_inference`` measures a
+traffic split from the answers (``checks/gateway.py``). The metric names, the label and the pass
 criteria are upstream's, so results compare one to one: after exactly N requests the
 monitoring system must hold ``max(counter) == N``, ``max(histogram _count) == N`` and any
 gauge sample (``max`` so a target discovered twice is not counted twice); a counter above N
@@ -36,6 +38,7 @@ import json, os, threading, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 RUN, PORT = os.environ["RUN_ID"], int(os.environ["PORT"])
+BACKEND = os.environ.get("BACKEND", "")
 BOUNDS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 lock = threading.Lock()
 served = {"n": 0, "sum": 0.0, "le": [0] * len(BOUNDS), "queued": 0}
@@ -69,6 +72,7 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
+        self.send_header("X-Backend", BACKEND)
         self.end_headers()
         self.wfile.write(data)
 
@@ -89,7 +93,7 @@ class Handler(BaseHTTPRequestHandler):
             served["n"] += 1
             served["sum"] += took
             served["le"] = [n + (took <= b) for n, b in zip(served["le"], BOUNDS)]
-        self.reply(json.dumps({"output": "ok"}), "application/json")
+        self.reply(json.dumps({"output": "ok", "backend": BACKEND}), "application/json")
 
 
 ThreadingHTTPServer(("", PORT), Handler).serve_forever()

@@ -75,13 +75,16 @@ def _short(exc: BaseException) -> str:
 
 
 # ---- the stand-in workload -------------------------------------------------------------------
-def deploy_stand_in(cluster: Cluster, namespace: str, run_id: str, image: str) -> None:
-    """The stand-in Pod (restricted, never restarted: a restart resets its counters) and its
-    Service, annotated for annotation-based discovery."""
-    labels = {**run_labels(run_id), sm.APP_LABEL: sm.WORKLOAD}
+def deploy_stand_in(cluster: Cluster, namespace: str, run_id: str, image: str,
+                    name: str = sm.WORKLOAD) -> None:
+    """The stand-in Pod ``name`` (restricted, never restarted: a restart resets its counters;
+    it answers as backend ``name``) and its Service, annotated for annotation-based
+    discovery."""
+    labels = {**run_labels(run_id), sm.APP_LABEL: name}
     container = {
         "name": "server", "image": image, "command": ["python3", "-u", "-c", sm.STAND_IN],
-        "env": [{"name": "RUN_ID", "value": run_id}, {"name": "PORT", "value": str(sm.PORT)}],
+        "env": [{"name": "RUN_ID", "value": run_id}, {"name": "PORT", "value": str(sm.PORT)},
+                {"name": "BACKEND", "value": name}],
         "ports": [{"name": sm.PORT_NAME, "containerPort": sm.PORT}],
         "readinessProbe": {"httpGet": {"path": "/healthz", "port": sm.PORT_NAME},
                            "periodSeconds": 1},
@@ -89,37 +92,36 @@ def deploy_stand_in(cluster: Cluster, namespace: str, run_id: str, image: str) -
                       "limits": {"memory": "128Mi"}},
         "securityContext": dict(pods.RESTRICTED_CONTAINER_SECURITY)}
     cluster.core.create_namespaced_pod(namespace, {
-        "metadata": {"name": sm.WORKLOAD, "labels": labels},
+        "metadata": {"name": name, "labels": labels},
         "spec": {"containers": [container], "restartPolicy": "Never",
                  "automountServiceAccountToken": False, "terminationGracePeriodSeconds": 0,
                  "securityContext": {"runAsNonRoot": True,
                                      "seccompProfile": {"type": "RuntimeDefault"}}}})
     cluster.core.create_namespaced_service(namespace, {
-        "metadata": {"name": sm.WORKLOAD, "labels": labels,
+        "metadata": {"name": name, "labels": labels,
                      "annotations": dict(sm.SCRAPE_ANNOTATIONS)},
-        "spec": {"selector": {sm.APP_LABEL: sm.WORKLOAD},
+        "spec": {"selector": {sm.APP_LABEL: name},
                  "ports": [{"name": sm.PORT_NAME, "port": sm.PORT,
                             "targetPort": sm.PORT_NAME}]}})
 
 
-def _proxy(namespace: str, path: str) -> str:
-    return (f"/api/v1/namespaces/{namespace}/services/{sm.WORKLOAD}:{sm.PORT_NAME}/proxy"
-            f"{path}")
+def _proxy(namespace: str, path: str, name: str = sm.WORKLOAD) -> str:
+    return f"/api/v1/namespaces/{namespace}/services/{name}:{sm.PORT_NAME}/proxy{path}"
 
 
-def wait_stand_in(cluster: Cluster, namespace: str) -> None:
+def wait_stand_in(cluster: Cluster, namespace: str, name: str = sm.WORKLOAD) -> None:
     """Until the pod is Ready and ``/healthz`` answers through the service proxy."""
-    wait_for(f"pod {namespace}/{sm.WORKLOAD} to be Ready",
-             lambda: pod_ready(cluster.core.read_namespaced_pod(sm.WORKLOAD, namespace)),
+    wait_for(f"pod {namespace}/{name} to be Ready",
+             lambda: pod_ready(cluster.core.read_namespaced_pod(name, namespace)),
              timeout=READY_TIMEOUT_S,
-             describe_last=lambda: pods.describe(cluster, namespace, sm.WORKLOAD))
+             describe_last=lambda: pods.describe(cluster, namespace, name))
 
     def healthy() -> bool:
         try:
-            return get_text(cluster, _proxy(namespace, "/healthz"), probe=True) == "ok"
+            return get_text(cluster, _proxy(namespace, "/healthz", name), probe=True) == "ok"
         except ApiException:
             return False
-    wait_for(f"service {namespace}/{sm.WORKLOAD} to answer /healthz through the API server",
+    wait_for(f"service {namespace}/{name} to answer /healthz through the API server",
              healthy, timeout=HEALTHZ_TIMEOUT_S)
 
 

@@ -20,7 +20,7 @@ from conformance.node import lifecycle
 from conformance.options import add_node_arguments
 
 MILESTONES = ("control_plane_ready", "images_imported", "node_ready", "prometheus_ready",
-              "daemonsets_rolled_out", "gpus_advertised", "total")
+              "gateway_ready", "daemonsets_rolled_out", "gpus_advertised", "total")
 
 
 def parser() -> argparse.ArgumentParser:

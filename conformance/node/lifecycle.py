@@ -41,7 +41,17 @@ from conformance.controlplane.components import (
     ControlPlane,
 )
 from conformance.node import chart as chartmod
-from conformance.node import configs, containerd, gpu, host, images, kube, procs, prometheus
+from conformance.node import (
+    configs,
+    containerd,
+    gateway,
+    gpu,
+    host,
+    images,
+    kube,
+    procs,
+    prometheus,
+)
 from conformance.node.state import (
     HOST_PATHS,
     KUBELET_ROOT,
@@ -109,6 +119,8 @@ def up(name: str = "gpuconf", *, gpu_profile: str | None = None, driver_root: st
         mark("node_ready")
         prometheus.start(state, cp_state, connect(str(cp_state.kubeconfig)), progress)
         mark("prometheus_ready")
+        gateway.start(state, cp_state, connect(str(cp_state.kubeconfig)), progress)
+        mark("gateway_ready")
         _install_chart(state, cp_state, nb, chart, chart_values or {}, progress)
         mark("daemonsets_rolled_out")
         _wait_gpus(state, cp_state, progress)
@@ -596,7 +608,7 @@ def _teardown(state: NodeState, progress: Progress, keep_logs: bool) -> None:
     nb = binaries.locate_node()
     tool = host.ip_tool(nb.busybox)
     # 1. the kubelet first: it would restart what is stopped below
-    for component in ("kubelet", "relay", prometheus.COMPONENT):
+    for component in ("kubelet", "relay", prometheus.COMPONENT, gateway.COMPONENT):
         if component in state.pids:
             progress(f"stopping {component} (pid {state.pids[component]})")
             procs.stop(state.pids[component], state.binaries.get(component, ""))

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import signal
-import urllib.request
 from pathlib import Path
 
 import yaml
@@ -120,16 +119,11 @@ def run(state: NodeState, progress: Progress) -> None:
 
 
 def ready() -> bool:
-    try:
-        with urllib.request.urlopen(f"http://{configs.NODE_IP}:{PORT}/-/ready", timeout=2) as r:
-            return r.status == 200
-    except OSError:
-        return False
+    return procs.answers(f"http://{configs.NODE_IP}:{PORT}/-/ready")
 
 
 def stop(state: NodeState) -> None:
-    if COMPONENT in state.pids:
-        procs.stop(state.pids[COMPONENT], state.binaries.get(COMPONENT, ""))
+    procs.stop_component(state, COMPONENT)
 
 
 def reload(state: NodeState) -> None:

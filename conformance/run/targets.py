@@ -22,6 +22,7 @@ from conformance.cluster.client import Cluster, check_reachable, connect
 from conformance.common.console import say
 from conformance.common.errors import UsageError
 from conformance.controlplane.components import REAL_NODE_LABEL
+from conformance.node.gateway import GATEWAY_ANNOTATION
 from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
 from conformance.node.prometheus import QUERY_ANNOTATION
 from conformance.options import Options
@@ -106,9 +107,13 @@ def resolve(options: Options, run_id: str) -> Env:
     if target == "sim":
         env.gpu_source = env.gpu_source or "the sim simulates nodes and pods, not devices"
     # the real node's own Prometheus (INF-MET-001), also from a Job or plugin pod on it
-    query = None if options.metrics_query else node_metrics_query(nodes)
+    query = None if options.metrics_query else node_annotation(nodes, QUERY_ANNOTATION)
     if query:
         env.options = env.options.replace(metrics_query=query)
+    # and its own Gateway API implementation (INF-GW-*)
+    gateway = None if options.gateway else node_annotation(nodes, GATEWAY_ANNOTATION)
+    if gateway:
+        env.options = env.options.replace(gateway=gateway)
     return env
 
 
@@ -135,12 +140,12 @@ def mock_gpu_source(nodes) -> str:
     return ""
 
 
-def node_metrics_query(nodes) -> str | None:
-    """The query API of the real node's own Prometheus (``gpuconf node up`` annotates the node
-    with its URL), or None."""
+def node_annotation(nodes, annotation: str) -> str | None:
+    """What ``gpuconf node up`` annotated the real node with (its Prometheus's query API URL,
+    its Gateway's CLASS:PORT), or None."""
     for node in nodes:
         if REAL_NODE_LABEL in (node.metadata.labels or {}):
-            found = (node.metadata.annotations or {}).get(QUERY_ANNOTATION)
+            found = (node.metadata.annotations or {}).get(annotation)
             if found:
                 return found
     return None

@@ -221,7 +221,7 @@ def test_json_carries_cncf_items_and_rollup(built: dict[str, Path]) -> None:
     assert access["status"] == "Partially Implemented"
     assert {"id": FAILING, "verdict": "fail"} in access["requirements"]
     assert items["driver_runtime_management"]["status"] == "Implemented"
-    assert "ai_inference" in {i["id"] for i in doc["cncf"]["not_covered"]}
+    assert "virtualized_accelerator" in {i["id"] for i in doc["cncf"]["not_covered"]}
     assert set(doc) >= {"summary", "fingerprint", "requirements", "cncf", "run"}
 
 

@@ -26,7 +26,8 @@ def _free_port() -> int:
 def stand_in():
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-c", sm.STAND_IN],
-                            env={**os.environ, "RUN_ID": "r1", "PORT": str(port)})
+                            env={**os.environ, "RUN_ID": "r1", "PORT": str(port),
+                                 "BACKEND": "b1"})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -47,12 +48,14 @@ def _get(url: str) -> str:
 
 def test_the_stand_in_counts_only_inference_requests(stand_in):
     for _ in range(3):
-        assert json.loads(_get(f"{stand_in}/v1/infer")) == {"output": "ok"}
+        assert json.loads(_get(f"{stand_in}/v1/infer")) == {"output": "ok", "backend": "b1"}
+    with urllib.request.urlopen(f"{stand_in}/v1/infer", timeout=5) as r:  # says who answered
+        assert r.headers["X-Backend"] == "b1"
     _get(f"{stand_in}/healthz")  # probes are not counted
     text = _get(f"{stand_in}/metrics")
-    assert f'{sm.REQUESTS_TOTAL}{{{sm.RUN_LABEL}="r1"}} 3' in text
-    assert f'{sm.LATENCY}_count{{{sm.RUN_LABEL}="r1"}} 3' in text
-    assert f'{sm.LATENCY}_bucket{{{sm.RUN_LABEL}="r1",le="+Inf"}} 3' in text
+    assert f'{sm.REQUESTS_TOTAL}{{{sm.RUN_LABEL}="r1"}} 4' in text
+    assert f'{sm.LATENCY}_count{{{sm.RUN_LABEL}="r1"}} 4' in text
+    assert f'{sm.LATENCY}_bucket{{{sm.RUN_LABEL}="r1",le="+Inf"}} 4' in text
     assert f'{sm.QUEUE_DEPTH}{{{sm.RUN_LABEL}="r1"}} 0' in text
 
 
