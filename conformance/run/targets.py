@@ -166,9 +166,9 @@ def create_kind(options: Options):
     try:
         kind.create(config_file=config_file)
     except subprocess.CalledProcessError as exc:  # kind printed why above, and removed its nodes
-        raise UsageError(f"kind create cluster failed (exit {exc.returncode}, its output is "
-                         f"above) on {engine.name}: the node image must be pullable or built "
-                         "locally (README, 'kind on this machine')") from exc
+        raise UsageError(f"kind create cluster failed on {engine.name} (exit {exc.returncode}; "
+                         "its output above says why: where no registry answers, its node image "
+                         "pull, README 'kind on this machine')") from exc
     return kind, str(kind.kubeconfig_path)
 
 
