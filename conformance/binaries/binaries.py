@@ -124,6 +124,11 @@ def require_sonobuoy() -> Path:
     return _require_binary("Sonobuoy", "sonobuoy", "SONOBUOY_VERSION", "sonobuoy")
 
 
+def require_kind() -> Path:
+    """The kind CLI (build-controlplane.sh kind; opt-in), or a usage error naming the build."""
+    return _require_binary("kind", "kind", "KIND_VERSION", "kind")
+
+
 def require_metrics_adapter() -> Path:
     """custom-metrics-apiserver's test adapter (build-controlplane.sh metrics-adapter), or a
     usage error naming the build."""

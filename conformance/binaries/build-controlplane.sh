@@ -9,6 +9,7 @@
 #   karpenter-kwok, with its CRDs under crds/                 (sigs.k8s.io/karpenter/kwok)
 #   sonobuoy (the CLI, also its aggregator and worker)        (github.com/vmware-tanzu/sonobuoy)
 #   custom-metrics-apiserver's test adapter (test-adapter)    (sigs.k8s.io/custom-metrics-apiserver)
+#   kind (--target kind; opt-in: not in `all`)               (sigs.k8s.io/kind)
 #
 # Each component lands in $GPUCONF_CACHE/bin/<component>-<version>/ and is rebuilt only
 # when missing; the Kubernetes commands with the wrapper-module recipe of lib.sh.
@@ -147,6 +148,21 @@ build_sonobuoy() {
   cd "$work" && rm -rf "$mod"
 }
 
+# build_kind: the kind CLI, inside its own module (its go.mod and go.sum apply), as upstream's
+# `make build` does (static, stripped). Opt-in: only --target kind needs it.
+build_kind() {
+  local v="$KIND_VERSION" dest="$bin_root/kind-$KIND_VERSION" src mod="$work/kind-$KIND_VERSION"
+  if built "$dest" kind; then log "kind $v: cached at $dest"; return; fi
+  log "kind $v: resolving sigs.k8s.io/kind@$v"
+  src=$(module_dir "sigs.k8s.io/kind@$v")
+  rm -rf "$mod" && mkdir -p "$mod/out" && cd "$src"
+  log "kind $v: compiling sigs.k8s.io/kind"
+  go build -trimpath -ldflags "-s -w" -o "$mod/out/kind" .
+  "$mod/out/kind" version
+  finish "$mod/out" "$dest"
+  cd "$work" && rm -rf "$mod"
+}
+
 start=$(date +%s)
 only="${1:-all}"
 case "$only" in
@@ -158,7 +174,8 @@ case "$only" in
   all|karpenter) build_karpenter ;;&
   all|sonobuoy) build_sonobuoy ;;&
   all|metrics-adapter) build_metrics_adapter ;;&
-  all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter) ;;
-  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter]" >&2; exit 2 ;;
+  kind) build_kind ;;&
+  all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter|kind) ;;
+  *) echo "usage: $0 [all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter|kind]" >&2; exit 2 ;;
 esac
 log "done in $(( $(date +%s) - start ))s; binaries under $bin_root"

@@ -114,7 +114,7 @@ def register(sub) -> None:
     b = simsub.add_parser("build", help="build missing control-plane binaries (Go)")
     b.add_argument("component", nargs="?", default="all",
                    choices=("all", "kubernetes", "etcd", "kwok", "helm", "kueue",
-                            "karpenter", "sonobuoy", "metrics-adapter"))
+                            "karpenter", "sonobuoy", "metrics-adapter", "kind"))
     b.set_defaults(func=cmd_build)
     simsub.add_parser("profiles", help="list profiles").set_defaults(func=cmd_profiles)
     simsub.add_parser("faults", help="list the fault catalog").set_defaults(func=cmd_faults)

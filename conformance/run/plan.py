@@ -29,7 +29,7 @@ from conformance.report import ctrf
 from conformance.report.build import build_report
 from conformance.report.load import load_results
 from conformance.report.model import overall, verdict_counts
-from conformance.run import targets
+from conformance.run import kind_engine, targets
 from conformance.run.operator_install import install_operator
 from conformance.sim import cluster as simcluster
 from conformance.sim import faults, profiles
@@ -115,7 +115,7 @@ class RunPlan:
         elif target == "existing":
             check_reachable(connect(opts.kubeconfig, opts.context))
         elif target == "kind":
-            targets.kind_precheck()
+            kind_engine.preflight()
         elif target == "node" and opts.kubeconfig:  # a node already up
             if node_flags:
                 raise UsageError(f"{', '.join(node_flags)}: for a node this run brings up, not "

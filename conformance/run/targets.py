@@ -9,7 +9,6 @@ Resolved lazily by the pytest plugin (the first test that needs a cluster), so `
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from conformance.node.gateway import GATEWAY_ANNOTATION
 from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
 from conformance.node.prometheus import QUERY_ANNOTATION
 from conformance.options import Options
+from conformance.run import kind_engine
 from conformance.sim import cluster as simcluster
 
 KIND_CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-config"
@@ -152,12 +152,13 @@ def node_annotation(nodes, annotation: str) -> str | None:
 
 
 def create_kind(options: Options):
-    """Create a kind cluster from ``kind-config/`` through pytest-kind.
+    """Create a kind cluster from ``kind-config/`` through pytest-kind, on the engine the
+    preflight found (Podman through ``KIND_EXPERIMENTAL_PROVIDER``).
 
-    kind needs a Docker (or Podman) engine with the NVIDIA container toolkit for GPUs; without
-    one this stops with a usage error before anything is created.
+    kind needs a container engine that can run its nodes (and the NVIDIA container toolkit for
+    GPUs); without one this stops with a usage error before anything is created.
     """
-    kind_precheck()
+    kind_path, engine = kind_engine.preflight()
     config_file = KIND_CONFIG_DIR / options.kind_config
     if not config_file.is_file():
         raise UsageError(f"kind config {config_file} not found (see kind-config/)")
@@ -165,20 +166,15 @@ def create_kind(options: Options):
     # (a GPU host; see options.py's registered_by), and only --target kind needs it
     from pytest_kind import KindCluster
 
-    kind = KindCluster(options.sim_name, kind_path=Path(shutil.which("kind") or "kind"))
-    kind.create(config_file=config_file)
+    os.environ.update(engine.kind_env)  # kind reads its provider from its environment
+    kind = KindCluster(options.sim_name, kind_path=kind_path)
+    try:
+        kind.create(config_file=config_file)
+    except subprocess.CalledProcessError as exc:  # kind printed why above, and removed its nodes
+        raise UsageError(f"kind create cluster failed on {engine.name} (exit {exc.returncode}; "
+                         "its output above says why: where no registry answers, its node image "
+                         "pull, README 'kind on this machine')") from exc
     return kind, str(kind.kubeconfig_path)
-
-
-def kind_precheck() -> None:
-    """kind runs nodes as containers: without an engine, stop before creating anything."""
-    docker = shutil.which("docker") or shutil.which("podman")
-    if docker is None or subprocess.run([docker, "info"], capture_output=True,
-                                        timeout=20).returncode != 0:
-        raise UsageError("--target kind needs a running Docker engine (kind runs nodes as "
-                         "containers): start Docker, or use --target sim / --target existing")
-    if shutil.which("kind") is None:
-        raise UsageError("--target kind needs the kind binary on PATH (https://kind.sigs.k8s.io)")
 
 
 def teardown(env: Env) -> None:

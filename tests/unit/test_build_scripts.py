@@ -45,7 +45,8 @@ def _publish(cache: Path, component: str, *files: str, complete: bool = True) ->
 
 
 @pytest.mark.parametrize("script, choices", [
-    (CONTROL_PLANE, "[all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter]"),
+    (CONTROL_PLANE,
+     "[all|kubernetes|etcd|kwok|helm|kueue|karpenter|sonobuoy|metrics-adapter|kind]"),
     (NODE, "(one of: all kubelet containerd runc")], ids=["control-plane", "node"])
 def test_an_unknown_component_exits_2_naming_the_choices(tmp_path, script, choices):
     result = _run(script, "no-such-thing", cache=tmp_path)
