@@ -28,7 +28,7 @@ from conformance.sim.objects import STANDIN_LABEL
 REWRITER_POLICY = "gpuconf-sim-gpu-request-rewriter"
 UNPINNED_NAMESPACE = "ml-team"
 UNPINNED_DEPLOYMENT = "trainer"
-HOLDER_NAMESPACE = "inference-team"
+HOLDER_NAMESPACE = "serving-team"  # not dra_plan.SHARING_NAMESPACE: the DRA faults own that one
 HOLDER_DEPLOYMENT = "server"
 
 _GPU_ASK = "'nvidia.com/gpu' in c.resources.{0}"

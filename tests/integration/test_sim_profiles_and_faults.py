@@ -13,7 +13,7 @@ from conformance.checks.gang import KUEUE_GROUP, KUEUE_VERSION
 from conformance.cluster.views import list_gpu_nodes, read_cluster_policy, read_operator_view
 from conformance.nvidia import gfd_contract
 from conformance.nvidia import labels as L
-from conformance.sim import gfd, profiles
+from conformance.sim import foreign_objects, gfd, profiles
 from conformance.sim.faults import FAULTS
 from tests.integration.dra_symptoms import DRA_SYMPTOMS
 
@@ -105,7 +105,7 @@ SYMPTOMS = {
     "autoscaling-scale-down-disabled": lambda c: _nodepool(c).get("spec", {}).get(
         "disruption", {}).get("consolidateAfter") == "Never",
     "hpa-metrics-api-down": lambda c: _custom_metrics_api_unavailable(c),
-    "hpa-gpus-held": lambda c: _pods_running(c, "inference-team") == sum(
+    "hpa-gpus-held": lambda c: _pods_running(c, foreign_objects.HOLDER_NAMESPACE) == sum(
         n.gpu_resources.get(L.GPU_RESOURCE, 0) for n in list_gpu_nodes(c)) - 1,
     **DRA_SYMPTOMS,
 }
