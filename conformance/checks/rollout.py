@@ -8,6 +8,7 @@ operand and every node, so the cost does not grow with the node count.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 from conformance.nvidia.labels import DEPLOY_PREFIX
 
@@ -35,10 +36,28 @@ class OperatorView:
                     for o in p.metadata.owner_references or []))
 
 
+# A container that failed again within this long after restarting twice is crash-looping: it
+# is Ready for the second or so each restart runs, and a check must not catch it then.
+CRASH_LOOP_WINDOW = timedelta(seconds=60)
+
+
+def crash_looping(pod, now: datetime | None = None) -> bool:
+    """A container restarted at least twice whose last run failed within the window."""
+    now = now or datetime.now(UTC)
+    for status in pod.status.container_statuses or []:
+        last = status.last_state.terminated if status.last_state else None
+        if (status.restart_count >= 2 and last is not None and last.exit_code != 0
+                and last.finished_at is not None
+                and now - last.finished_at < CRASH_LOOP_WINDOW):
+            return True
+    return False
+
+
 def pod_ready(pod) -> bool:
     if pod.metadata.deletion_timestamp is not None:
         return False
-    return any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+    return (any(c.type == "Ready" and c.status == "True" for c in (pod.status.conditions or []))
+            and not crash_looping(pod))
 
 
 @dataclass

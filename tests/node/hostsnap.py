@@ -49,13 +49,19 @@ def _ip(*args: str) -> list[str]:
                           check=False).stdout.splitlines()
 
 
+# podman's and buildah's own storage (the kind preflight's trivial container, the image build):
+# other tools on this host mount there while the node runs; the node never does
+OTHER_TOOLS_STORAGE = ("/var/lib/containers/storage",)
+
+
 def take() -> Snapshot:
     nb = binaries.locate_node()
     ours = [nb.kubelet, nb.containerd, nb.containerd_shim, nb.runc, nb.nvidia_container_runtime]
     watched = [*HOST_PATHS, Path("/dev/kmsg"), RUN_ROOT]
     return Snapshot(
-        mounts=frozenset(line.split()[4] for line in
-                         Path("/proc/self/mountinfo").read_text().splitlines()),
+        mounts=frozenset(m for m in (line.split()[4] for line in
+                                     Path("/proc/self/mountinfo").read_text().splitlines())
+                         if not m.startswith(OTHER_TOOLS_STORAGE)),
         links=frozenset(line.split(":")[1].strip().split("@")[0]
                         for line in _ip("-o", "link", "show")),
         addresses=frozenset(" ".join(line.split()[1:4:2]) for line in _ip("-o", "addr", "show")),

@@ -23,7 +23,7 @@ from tests.node.node_env import NODE_NAME
 
 pytestmark = pytest.mark.xdist_group(node_env.XDIST_GROUP)
 
-SUITE = "inference"
+SUITE = "inference/test_service_metrics.py"  # INF-MET-001 alone (not the Gateway checks)
 # the fault that hides the workload fails after the collection timeout: short here, where
 # Prometheus scrapes every 2 s and the healthy run collects in a few seconds
 SHORT_COLLECTION = ["--metrics-collection-timeout=20"]
