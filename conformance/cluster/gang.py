@@ -118,6 +118,10 @@ def submit(cluster: Cluster, namespace: str, queue: str, prefix: str, size: int,
 
 
 def delete(cluster: Cluster, job: GangJob) -> None:
+    """Delete the gang's Job and pods, then wait (QUEUE_SETTLE_S at most) until its Workload
+    is gone: a finished gang's Workload that still holds its quota leaves the next gang a
+    queue shorter than it says, and Kueue then holds for quota a gang the nodes could not
+    place (a quota over capacity would go unseen)."""
     try:
         cluster.batch.delete_namespaced_job(job.name, job.namespace, grace_period_seconds=0,
                                             propagation_policy="Background")
@@ -125,6 +129,9 @@ def delete(cluster: Cluster, job: GangJob) -> None:
         return
     cluster.core.delete_collection_namespaced_pod(job.namespace, label_selector=job.selector,
                                                   grace_period_seconds=0)
+    with contextlib.suppress(WaitTimeout):
+        wait_for(f"Kueue to let go of gang {job.name}'s Workload",
+                 lambda: workload(cluster, job) is None, timeout=QUEUE_SETTLE_S)
 
 
 @dataclass(frozen=True)

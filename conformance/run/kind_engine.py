@@ -81,13 +81,13 @@ def probe_container(engine: Engine, busybox: Path) -> None:
 
 def preflight() -> tuple[Path, Engine]:
     """The kind binary and an engine that can run a container, or the first refusal as a
-    usage error (one line, exit 2). Starts nothing that outlives it."""
+    usage error (one line, exit 2): the engine's first, as without one no kind binary helps.
+    Starts nothing that outlives it."""
     engine = find_engine()
-    kind = Path(shutil.which("kind") or binaries.require_kind())
     if engine.name == "podman":  # Docker's daemon answering is as far as this checks
         busybox = binaries.locate_node().busybox
         if not busybox.is_file():
             raise UsageError("--target kind probes Podman with a static busybox: run "
                              "`conformance/binaries/build-node.sh busybox` (or `make setup`)")
         probe_container(engine, busybox)
-    return kind, engine
+    return Path(shutil.which("kind") or binaries.require_kind()), engine

@@ -6,6 +6,7 @@ controller). Faults from ``faults.py`` change what is written (see ``operator_pl
 
 from __future__ import annotations
 
+import contextlib
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from conformance.cluster.client import (
     already_done,
     create_or_replace,
 )
+from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.common.console import Progress
 from conformance.nvidia import clusterpolicy, operands
 from conformance.nvidia import labels as L
@@ -35,6 +37,9 @@ CLUSTER_POLICY = "cluster-policy"
 OPERATOR_DEPLOYMENT = "gpu-operator"  # the chart's Deployment, its app label and container
 
 BUILTIN_CRD = Path(__file__).with_name("clusterpolicy-crd.yaml")
+
+# The DaemonSet controller sees a new template within a second; on a loaded 2-core sim, more.
+OBSERVED_S = 20.0
 
 
 def remove_operator(cluster: Cluster, state: SimState, *, keep_deployment: bool = False) -> None:
@@ -186,10 +191,11 @@ def apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
             if current is None:
                 cluster.apps.create_namespaced_daemon_set(ns, body)
             elif _template_changed(current, body):
-                cluster.apps.replace_namespaced_daemon_set(name, ns, body)
+                replaced = cluster.apps.replace_namespaced_daemon_set(name, ns, body)
                 if name == "nvidia-driver-daemonset" and _image_changed(current, body):
                     _mark_upgrade_required(cluster)
-                _restart_pods(cluster, ns, body)  # OnDelete operands need their pods replaced
+                # OnDelete operands need their pods replaced
+                _restart_pods(cluster, ns, body, replaced.metadata.generation)
     for name in existing:
         with already_done(NotFound):
             cluster.apps.delete_namespaced_daemon_set(name, ns, propagation_policy="Background")
@@ -219,9 +225,18 @@ def _template_changed(current, body: dict) -> bool:
             or (tpl.spec.node_selector or {}) != want["spec"]["nodeSelector"])
 
 
-def _restart_pods(cluster: Cluster, ns: str, body: dict) -> None:
+def _restart_pods(cluster: Cluster, ns: str, body: dict, generation: int) -> None:
     """Replace every pod of a changed operand at once: OnDelete needs it, and for RollingUpdate
-    it makes a fault's new template reach every node now instead of one node at a time."""
+    it makes a fault's new template reach every node now instead of one node at a time.
+
+    Only once the DaemonSet controller has seen ``generation``: before that it recreates the
+    deleted pods from the old template, and a rolling update then replaces them one node at a
+    time, never past a first new pod that is not Ready (a crash-looping fault's)."""
+    name = body["metadata"]["name"]
+    with contextlib.suppress(WaitTimeout):  # the pods' own rollout wait names what is stuck
+        wait_for(f"the DaemonSet controller to see {name}'s new template",
+                 lambda: (cluster.apps.read_namespaced_daemon_set(name, ns).status
+                          .observed_generation or 0) >= generation, timeout=OBSERVED_S)
     app = body["spec"]["selector"]["matchLabels"]["app"]
     for pod in cluster.core.list_namespaced_pod(ns, label_selector=f"app={app}").items:
         with already_done(NotFound):  # the DaemonSet controller may have been quicker
