@@ -5,12 +5,13 @@ BIN    := $(VENV)/bin
 
 .PHONY: setup run test test-fast collected-ids lint unit integration browser bench image clean
 
-# The project's tests wait on clusters more than they compute: on the 2-core machine four
-# xdist workers (each with its own sim) keep both cores busy. Measured in fresh-clone CI runs:
-# 4 workers 12.0 min (3.9x the summed test time of one worker), 6 workers 13.0 min (both
-# cores saturated: more workers only add contention). loadgroup keeps the tests that share
-# one host-wide thing on one worker (the real node; the default sims of `gpuconf run`).
-WORKERS ?= 4
+# The project's tests wait on clusters more than they compute: on the 2-core machine five
+# xdist workers (each with its own sim) keep both cores busy. Measured: 924 tests, 4 workers
+# 12.0 min (3.9x the summed test time of one worker), 6 workers 13.0 min (more workers only
+# added contention); 1092 tests (2026-12-06, one machine): 4 workers 17.4 min with the cores
+# idle 19 % of the time (fresh-clone CI), 5 workers 16.2 min, idle 8 %. loadgroup keeps the
+# tests that share one host-wide thing on one worker (the real node; `gpuconf run`'s sims).
+WORKERS ?= 5
 # Python may cache its bytecode here (a host that sets PYTHONDONTWRITEBYTECODE makes every one of
 # the tests' ~150 child interpreters compile the project's modules again: ~1 s of CPU each).
 unexport PYTHONDONTWRITEBYTECODE
