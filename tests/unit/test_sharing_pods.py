@@ -209,12 +209,16 @@ def test_fault_isolation_between_time_sliced_pods_is_a_finding(tmp_path) -> None
 # A short first lead (the fake pods are ready in ~1 s); a late start is tried once more with the
 # longer one, as on a cluster, so a loaded test machine costs time, not a flaky verdict.
 QUICK = sharing_pods.Leads(first=2.5, retry=3.5)
+# The client's first request comes before the window opens; a 2-core machine running make test
+# can keep a process off a core for most of a second, so the window is longer than the sharers'
+# (a 0.6 s one once held no request: "a pod measured nothing").
+LATENCY_TEST_WINDOW = interference.Window(seconds=1.5, trials=3, ramp=0.4, tail=0.2)
 
 
 def latency_points(cluster: FakeCluster, where: shared_gpu.Placement,
                    sharers: list[int]) -> dict:
     return sharing_pods.latency_points(cluster, "ns", "r", "img", where,  # type: ignore[arg-type]
-                                       sharers, window=WINDOW, stress="membw",
+                                       sharers, window=LATENCY_TEST_WINDOW, stress="membw",
                                        stress_options={"mib": 4},
                                        client_options={"hidden": 128, "layers": 2},
                                        think_ms=0.5, leads=QUICK)
