@@ -291,6 +291,18 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "x-gateway-model-name sends every request for a model to that model's stand-in",
        "inference", "gateway", "the Gateway API implementation: an HTTPRoute header match "
        "that does not route (requests fall to another rule)", cncf=("ai_inference",)),
+    _r("INF-GW-003", "The Gateway API Inference Extension's InferencePool API is served at "
+       "inference.networking.k8s.io/v1 with its schema in force: a valid pool (dry run) comes "
+       "back with the schema's defaults, one whose endpoint picker Service has no port is "
+       "refused", "inference", "inference-extension", "the Inference Extension's CRDs: "
+       "InferencePool not served at v1, or installed without its schema (anything admitted)",
+       cncf=("advanced_inference_ingress",)),
+    _r("INF-GW-004", "An HTTPRoute to an InferencePool of two stand-ins routes through the "
+       "pool's endpoint picker: every request pinned to a pool member (the picker's test "
+       "header) is answered by that member", "inference", "inference-extension",
+       "the Gateway API implementation's Inference Extension support: the route to the pool "
+       "never resolved or served, or requests sent past the picker's choice",
+       cncf=("advanced_inference_ingress",)),
     # --- dra: the NVIDIA DRA driver (gpu.nvidia.com) on resource.k8s.io/v1 ------------------
     _r("DRA-API-001", "resource.k8s.io/v1 is served and the NVIDIA DRA driver's DeviceClasses "
        "carry the upstream selectors (extendedResourceName nvidia.com/gpu where set)", "dra",

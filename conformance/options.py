@@ -36,6 +36,10 @@ DEFAULT_CUDA_IMAGE = "nvcr.io/nvidia/cuda:12.8.1-base-ubuntu24.04"
 DEFAULT_WORKLOAD_IMAGE = "cupy/cupy:v13.3.0"
 # python3 for the inference stand-in (INF-*); the real node imports its own under this name
 DEFAULT_METRICS_IMAGE = "docker.io/library/python:3-slim"
+# The Inference Extension's lightweight endpoint picker (INF-GW-004): lwepp.Dockerfile of
+# sigs.k8s.io/gateway-api-inference-extension v1.6.2, where its Makefile pushes it
+DEFAULT_EPP_IMAGE = ("us-central1-docker.pkg.dev/k8s-staging-images/"
+                     "gateway-api-inference-extension/lwepp:v1.6.2")
 
 
 def _option(default: Any = None, *, help: str, scope: Scope = "both", flag: str | None = None,
@@ -143,6 +147,10 @@ class Options:
         "Gateway on, and the listener port its implementation serves (default 80); the "
         "Gateway's status address must be reachable from where the run is (default: on the "
         "real node its own Traefik; elsewhere none: the checks are not applicable)")
+    epp_image: str = _option(
+        DEFAULT_EPP_IMAGE, metavar="IMAGE", help="image of the Inference Extension's "
+        "lightweight endpoint picker (lwepp) the InferencePool routing check deploys beside "
+        f"its pool (default {DEFAULT_EPP_IMAGE}, built from the module's lwepp.Dockerfile)")
     # --- images of the pods on real GPUs ----------------------------------------------------
     cuda_image: str = _option(DEFAULT_CUDA_IMAGE, metavar="IMAGE",
                               help=f"image of the nvidia-smi pods (default {DEFAULT_CUDA_IMAGE})")

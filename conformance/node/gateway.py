@@ -38,6 +38,10 @@ CONTROLLER = "traefik.io/gateway-controller"  # Traefik's kubernetesGateway cont
 GATEWAY_ANNOTATION = "node.gpuconf.io/gateway"  # CLASS:PORT, a run's --gateway on this node
 READY_TIMEOUT_S = 30.0  # it answers /ping in ~1 s here
 CRD_TIMEOUT_S = 30.0  # CRDs are Established within a second or two
+# The Gateway API Inference Extension's InferencePool CRD (v1.6.2, vendored unchanged): served
+# whether or not Traefik is here (INF-GW-003); Traefik refuses InferencePool backends
+# (INF-GW-004 is not applicable on its GatewayClass).
+INFERENCE_EXTENSION_CRDS = Path(__file__).parent / "crds"
 
 
 def binary() -> Path | None:
@@ -59,12 +63,16 @@ def argv(exe: str) -> list[str]:
 def start(state: NodeState, cp: ClusterState, c: Cluster, progress: Progress) -> None:
     """Install the CRDs and the GatewayClass, start Traefik (when the binary is here), wait
     until it answers, say on the node where the Gateway is."""
+    install_crds(c, sorted(INFERENCE_EXTENSION_CRDS.glob("*.yaml")),
+                 "Gateway API Inference Extension CRDs (v1.6.2)", progress)
     exe = binary()
     if exe is None:
         progress("no Traefik built (build-node.sh traefik): the node has no Gateway API "
                  "implementation, INF-GW-* (ai_inference) will be not-applicable")
         return
-    install_crds(c, exe.parent / "crds", progress)
+    install_crds(c, sorted((exe.parent / "crds").glob("*.yaml")), "Gateway API CRDs ("
+                 f"{binaries.locate_node().versions['GATEWAY_API_VERSION']}, standard channel)",
+                 progress)
     with already_done(Conflict):
         c.custom.create_cluster_custom_object(gw.GROUP, gw.VERSION, "gatewayclasses", {
             "apiVersion": f"{gw.GROUP}/{gw.VERSION}", "kind": "GatewayClass",
@@ -74,21 +82,21 @@ def start(state: NodeState, cp: ClusterState, c: Cluster, progress: Progress) ->
         GATEWAY_ANNOTATION: str(gw.GatewaySpec(CLASS, PORT))}}})
 
 
-def install_crds(c: Cluster, folder: Path, progress: Progress) -> None:
+def install_crds(c: Cluster, paths: list[Path], what: str, progress: Progress) -> None:
+    """Create the CRDs of ``paths`` (those there already stay) and wait until Established."""
     names = []
-    for path in sorted(folder.glob("*.yaml")):
+    for path in paths:
         for doc in yaml.safe_load_all(path.read_text()):
             if doc and doc.get("kind") == "CustomResourceDefinition":
                 with already_done(Conflict):
                     c.apiext.create_custom_resource_definition(doc)
                 names.append(doc["metadata"]["name"])
-    progress(f"Gateway API CRDs ({binaries.locate_node().versions['GATEWAY_API_VERSION']}, "
-             f"standard channel): {len(names)} installed")
+    progress(f"{what}: {len(names)} installed")
 
     def pending() -> str | None:
         waiting = [n for n in names if not _established(c, n)]
         return ", ".join(waiting) or None
-    wait_until_done("the Gateway API CRDs to be Established", pending, timeout=CRD_TIMEOUT_S,
+    wait_until_done(f"the {what} to be Established", pending, timeout=CRD_TIMEOUT_S,
                     progress=progress)
 
 

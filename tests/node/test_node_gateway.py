@@ -6,6 +6,11 @@ API server's own admission, as a platform add-on would rewrite routes):
 - route-weights-ignored: a two-backend rule's weights become equal -> INF-GW-001
 - header-match-does-not-route: the header matches name another header -> INF-GW-002
 Each fault is removed afterwards.
+
+The node also serves the Gateway API Inference Extension's InferencePool CRD (v1.6.2): its API
+check passes (INF-GW-003), and a route to a pool on Traefik's GatewayClass is refused with
+InvalidKind (Traefik implements the Gateway API, not the extension), so INF-GW-004 is not
+applicable there, saying why.
 """
 
 from __future__ import annotations
@@ -44,6 +49,19 @@ def test_the_nodes_gateway_splits_and_routes_inference_traffic(node, node_gatewa
     code, doc, out = run_suites(Path(node.kubeconfig), tmp_path, SUITE, target="node",
                                 timeout=TIMEOUT_S)
     assert verdicts(doc, "pass") == {"INF-GW-001", "INF-GW-002"}, out[-3000:]
+    assert code == 0, out[-2000:]
+
+
+def test_the_nodes_inference_pools_are_served_and_traefik_refuses_them(node, node_gateway,
+                                                                       tmp_path):
+    code, doc, out = run_suites(Path(node.kubeconfig), tmp_path,
+                                "inference/test_inference_pool.py", target="node",
+                                timeout=TIMEOUT_S)
+    rows = {r["id"]: r for r in doc["requirements"]}
+    assert rows["INF-GW-003"]["verdict"] == "pass", out[-3000:]
+    assert rows["INF-GW-004"]["verdict"] == "not-applicable", out[-3000:]
+    assert "InvalidKind" in rows["INF-GW-004"]["message"], rows["INF-GW-004"]
+    assert gateway.CLASS in rows["INF-GW-004"]["message"]
     assert code == 0, out[-2000:]
 
 

@@ -11,7 +11,7 @@ Checklist:
 
 Not applicable where the cluster has no Gateway API (its v1 resources not served) or no
 GatewayClass is given (--gateway; on the real node its own Traefik). Not run on the sim: KWOK
-pods serve no HTTP. The Gateway Inference Extension (InferencePool) is not checked here.
+pods serve no HTTP. The Gateway API Inference Extension (InferencePool): test_inference_pool.py.
 """
 
 from __future__ import annotations
@@ -28,29 +28,7 @@ from conformance.cluster import gateway as gateways
 from conformance.cluster import monitoring
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.waits import WaitTimeout
-from conformance.plugin.api import finding, not_applicable, not_run
-
-
-@pytest.fixture
-def gateway_spec(cluster, gpu_env) -> gw.GatewaySpec:
-    """The GatewayClass to use (not applicable where there is none; not run on the sim)."""
-    if gpu_env.target == "sim":
-        not_run("the sim's pods are KWOK's: they serve no HTTP, so nothing can answer through "
-                "a Gateway")
-    missing = gateways.served(cluster)
-    if missing:
-        not_applicable(f"the Gateway API is not served ({', '.join(missing)} not at "
-                       f"{gw.GROUP}/{gw.VERSION})")
-    if not gpu_env.options.gateway:
-        not_applicable("no GatewayClass given (--gateway CLASS[:PORT])")
-    try:
-        spec = gw.parse_spec(gpu_env.options.gateway)
-    except ValueError as exc:
-        not_run(str(exc))
-    if gateways.gateway_class(cluster, spec.gateway_class) is None:
-        pytest.fail(f"GatewayClass {spec.gateway_class} (--gateway) does not exist")
-    return spec
-
+from conformance.plugin.api import finding
 
 RouteBuilder = Callable[..., dict]
 
