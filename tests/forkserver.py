@@ -38,6 +38,7 @@ PRELOAD = ("pytest", "kubernetes.client", "kubernetes.config", "kubernetes.watch
            "allure_commons", "execnet", "pluggy")
 # the server's imports take seconds, minutes on a loaded 2-core machine
 PRELOAD_TIMEOUT_S = 600
+INTERRUPT_GRACE_S = 60.0  # a child past its timeout: its own cleanup after SIGINT
 # What the server's interpreter fixed when it started: a command that needs other values
 # runs as a subprocess.
 INTERPRETER_ENV = ("PYTHONPATH", "PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE")
@@ -80,9 +81,11 @@ class Server:
             self.proc.stdin.flush()
             pid = self._reply(30)["pid"]
             done = self._reply(timeout)
-            if done is None:
-                os.kill(pid, signal.SIGKILL)
-                self._reply(None)
+            if done is None:  # interrupted as a user would (the run cleans up, says where it
+                os.kill(pid, signal.SIGINT)  # was), killed if that does not end it
+                if self._reply(INTERRUPT_GRACE_S) is None:
+                    os.kill(pid, signal.SIGKILL)
+                    self._reply(None)
                 raise subprocess.TimeoutExpired(cmd, timeout, output=out.read())
             return subprocess.CompletedProcess(cmd, done["rc"], out.read(), "")
 

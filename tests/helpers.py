@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 from pathlib import Path
 
 from conformance.cluster.namespaces import leftover_namespaces
@@ -34,7 +35,11 @@ def run_suites(kubeconfig: Path, results: Path, *paths: str, extra: list[str] | 
     results.json, output)."""
     plan = RunPlan(Options(results=str(results)))
     cmd = plan.pytest_command(target=target, kubeconfig=str(kubeconfig), paths=list(paths))
-    proc = forkserver.run([*cmd, *(extra or [])], timeout=timeout)
+    try:
+        proc = forkserver.run([*cmd, *(extra or [])], timeout=timeout)
+    except subprocess.TimeoutExpired as exc:  # what it was doing is at the end of its output
+        raise AssertionError(f"the suite run did not end in {timeout:.0f} s (interrupted); the "
+                             f"end of its output:\n{(exc.output or '')[-3000:]}") from None
     doc = json.loads((results / "results.json").read_text())
     return proc.returncode, doc, proc.stdout
 

@@ -78,7 +78,9 @@ class Growth:
 def wait_grown(cluster: Cluster, pool: asc.PoolChoice, before: set[str], namespace: str,
                pod: str) -> Growth:
     """Until the pool has a node it had not and the pending pod is Running on it; stops early
-    once Karpenter has said for KARPENTER_REFUSAL_S that no node of the pool fits the pod."""
+    once Karpenter has said for KARPENTER_REFUSAL_S that no node of the pool fits the pod, and
+    once the pod runs on a node the pool had (a GPU there came free after the check counted
+    them: the pool needs no new node for it)."""
     last = [Growth(frozenset(), None)]
     refused_since: list[float] = []
 
@@ -86,15 +88,16 @@ def wait_grown(cluster: Cluster, pool: asc.PoolChoice, before: set[str], namespa
         added = frozenset(pool_nodes(cluster, pool) - before)
         current = cluster.core.read_namespaced_pod(pod, namespace)
         node = current.spec.node_name
+        if node and current.status.phase == "Running":
+            last[0] = Growth(added, node)
+            return None  # on an added node; or on one the pool had, where waiting shows nothing
         refusal = "" if added else _karpenter_refusal(cluster, namespace, pod)
-        last[0] = Growth(added, node if current.status.phase == "Running" else None, refusal)
+        last[0] = Growth(added, None, refusal)
         if refusal:
             refused_since[:] = refused_since or [time.monotonic()]
             if time.monotonic() - refused_since[0] >= KARPENTER_REFUSAL_S:
                 return None
             return f"Karpenter: {refusal}"
-        if node and node in added and current.status.phase == "Running":
-            return None
         if not added:
             return f"{len(before)} nodes in the pool, none added yet; pod {pod} Pending"
         return f"added {', '.join(sorted(added))}; pod {pod} {current.status.phase} on " \

@@ -77,6 +77,20 @@ def pod_logs(cluster: Cluster, namespace: str, pod: str, container: str | None =
     return text or "(empty log)"
 
 
+def nodes_text(cluster: Cluster) -> str:
+    """One line per node: its name, what it can allocate and how many nvidia.com labels it has
+    (what tells a GPU node, when none is found)."""
+    lines = []
+    for node in cluster.core.list_node().items:
+        labels = node.metadata.labels or {}
+        allocatable = ", ".join(f"{k}={v}" for k, v in sorted((node.status.allocatable or {})
+                                                              .items()))
+        nvidia = sum(1 for k in labels if "nvidia.com" in k)
+        lines.append(f"{node.metadata.name}: allocatable {allocatable or 'none'}; "
+                     f"{nvidia} nvidia.com label(s)")
+    return "\n".join(lines) or "no nodes"
+
+
 def namespace_dump(cluster: Cluster, namespace: str) -> list[Evidence]:
     """Events and pods of a test namespace, and logs of pods that are not healthy."""
     out = [Evidence(f"events-{namespace}.txt", events_text(cluster, namespace))]

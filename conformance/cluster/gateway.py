@@ -36,6 +36,11 @@ def gateway_class(cluster: Cluster, name: str) -> dict | None:
                         "gatewayclasses", name)
 
 
+def gateway_class_names(cluster: Cluster) -> list[str]:
+    found = cluster.custom.list_cluster_custom_object(gw.GROUP, gw.VERSION, "gatewayclasses")
+    return sorted(o["metadata"]["name"] for o in found.get("items") or [])
+
+
 def create(cluster: Cluster, doc: dict) -> None:
     plural = {"Gateway": "gateways", "HTTPRoute": "httproutes"}[doc["kind"]]
     cluster.custom.create_namespaced_custom_object(gw.GROUP, gw.VERSION,

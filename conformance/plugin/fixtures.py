@@ -187,8 +187,12 @@ def require_device_plugin_nodes(require_gpu_nodes: list[GpuNode],
 
 
 @pytest.fixture
-def require_gpu_nodes(gpu_nodes: list[GpuNode]) -> list[GpuNode]:
-    """GPU nodes, failing with the count (not a later timeout) when there are none."""
+def require_gpu_nodes(cluster: Cluster, gpu_nodes: list[GpuNode],
+                      attachments: list[ev.Evidence]) -> list[GpuNode]:
+    """GPU nodes, failing with the count (not a later timeout) when there are none, the nodes
+    there are attached."""
+    if not gpu_nodes:
+        attachments.append(ev.Evidence("nodes.txt", ev.nodes_text(cluster)))
     assert gpu_nodes, ("no GPU node: no node advertises an NVIDIA GPU resource or carries GFD, "
                        "NFD (pci-10de), GPU Operator or any nvidia.com/gpu.* label, or a "
                        "cloud GPU instance type or accelerator label")

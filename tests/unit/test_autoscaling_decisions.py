@@ -119,3 +119,41 @@ def test_the_pods_tolerate_the_pools_taints():
 @pytest.mark.parametrize("free, pods", [(0, 1), (3, 4), (-1, 1)])
 def test_one_pod_more_than_the_pool_has_free_gpus(free, pods):
     assert asc.pods_to_create(free) == pods
+
+
+class _Pods:
+    """read_namespaced_pod answering one pod, Running on ``node`` (counting the reads); no
+    scheduling events."""
+
+    def __init__(self, node: str) -> None:
+        self.node, self.reads = node, 0
+
+    def read_namespaced_pod(self, name, namespace):
+        from types import SimpleNamespace as NS
+
+        self.reads += 1
+        return NS(spec=NS(node_name=self.node), status=NS(phase="Running"))
+
+    def list_namespaced_event(self, namespace, field_selector):
+        from types import SimpleNamespace as NS
+
+        return NS(items=[])
+
+
+@pytest.mark.parametrize("runs_on, added", [("gpu-new", {"gpu-new"}), ("gpu-0", set())],
+                         ids=["on-the-added-node", "on-a-node-the-pool-had"])
+def test_the_wait_for_growth_ends_once_the_pending_pod_runs(monkeypatch, runs_on, added):
+    """A pod that runs on a node the pool had ends the wait at once (the check says not-run);
+    it used to wait the whole scale-up timeout (600 s) for a node that never had to come."""
+    from types import SimpleNamespace as NS
+
+    from conformance.cluster import autoscaling as scaling
+
+    before = {"gpu-0", "gpu-1"}
+    monkeypatch.setattr(scaling, "pool_nodes", lambda cluster, pool: before | added)
+    monkeypatch.setattr(scaling, "SCALE_UP_TIMEOUT_S", 5.0)
+    core = _Pods(runs_on)
+    grown = scaling.wait_grown(NS(core=core), PoolChoice.parse("karpenter:gpu"), before, "ns",
+                               "autoscale-1")
+    assert grown.pod_node == runs_on and grown.added == frozenset(added)
+    assert core.reads == 1  # the first look ends the wait
