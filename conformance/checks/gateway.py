@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 GROUP = "gateway.networking.k8s.io"
@@ -155,10 +156,17 @@ def split_verdict(answers: Counter) -> tuple[bool, str]:
 
 def header_verdict(answers: dict[str, Counter]) -> tuple[bool, str]:
     """(every request for each model was answered by its backend, a line per model)."""
+    return routed_verdict(answers, MODELS, MODEL_HEADER)
+
+
+def routed_verdict(answers: Mapping[str, Counter], wanted: Mapping[str, str],
+                   header: str) -> tuple[bool, str]:
+    """(every request sent with ``header: value`` was answered by ``wanted[value]``, and at
+    least one was, a line per value): ``answers`` who answered, by the value sent."""
     lines, ok = [], True
-    for model, backend in MODELS.items():
-        got = answers.get(model, Counter())
+    for value, backend in wanted.items():
+        got = answers.get(value, Counter())
         right = got.get(backend, 0)
         ok = ok and right == sum(got.values()) and right > 0
-        lines.append(f"{MODEL_HEADER}: {model} -> {dict(got)} (want all {backend})")
+        lines.append(f"{header}: {value} -> {dict(got)} (want all {backend})")
     return ok, "; ".join(lines)

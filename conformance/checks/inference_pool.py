@@ -153,10 +153,4 @@ def pinned_verdict(answers: Mapping[str, Counter], members: Mapping[str, str]
                    ) -> tuple[bool, str]:
     """(every request pinned to a member was answered by it, a line per member): ``answers``
     by the endpoint (IP:port) pinned, ``members`` that endpoint -> the stand-in there."""
-    lines, ok = [], True
-    for endpoint, backend in sorted(members.items()):
-        got = answers.get(endpoint, Counter())
-        right = got.get(backend, 0)
-        ok = ok and right > 0 and right == sum(got.values())
-        lines.append(f"{PIN_HEADER}: {endpoint} -> {dict(got)} (want all {backend})")
-    return ok, "; ".join(lines)
+    return gw.routed_verdict(answers, members, PIN_HEADER)
