@@ -27,6 +27,14 @@ def finding(request: pytest.FixtureRequest, text: str) -> None:
     request.node.user_properties.append((FINDING, text))
 
 
+def own_namespace(request: pytest.FixtureRequest) -> str:
+    """The check's own namespace (the ``namespace`` fixture), made at this call. A check that
+    can still end not-applicable or not-run before it writes anything asks here once it knows
+    it goes on: every namespace costs the API server a create and, at its deletion, a list and
+    a delete of each namespaced kind it serves."""
+    return request.getfixturevalue("namespace")
+
+
 def not_applicable(reason: str) -> None:
     """End the check as not-applicable: what it checks does not exist here (not a failure)."""
     pytest.skip(f"{NOT_APPLICABLE_PREFIX} {reason}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 
 from conformance import catalog
@@ -73,6 +75,16 @@ def namespace(request: pytest.FixtureRequest, cluster: Cluster, gpu_env: Env,
 
     request.addfinalizer(finish)
     return name
+
+
+@pytest.fixture(scope="session")
+def dry_run_namespace(cluster: Cluster, gpu_env: Env) -> Iterator[str]:
+    """One labelled namespace the run's server-side dry runs write into (SCHED-INT-*,
+    INF-GW-003): a dry run stores nothing, so those checks share it instead of each making and
+    deleting its own (the run's end-of-run sweep removes it if this teardown does not)."""
+    name = namespaces.create_namespace(cluster, "dry-runs", gpu_env.run_id)
+    yield name
+    namespaces.delete_namespace(cluster, name)
 
 
 @pytest.fixture(autouse=True)

@@ -177,9 +177,25 @@ def namespace_phase(cluster: Cluster, name: str) -> str | None:
 def ensure_namespace(cluster: Cluster, name: str, labels: dict[str, str] | None = None) -> None:
     """The namespace, created once an earlier removal of it is over: the API server refuses
     new objects in a namespace that is still Terminating (a reset right after a removal)."""
-    if namespace_phase(cluster, name) == "Terminating":
+    phase = namespace_phase(cluster, name)
+    if phase == "Active":  # the loop's every pass: a read, not a create the server refuses
+        return
+    if phase == "Terminating":
         namespaces.wait_until_deleted(
             cluster, name, description=f"namespace {name}, removed earlier, to be deleted")
     with already_done(Conflict):
         cluster.core.create_namespace({"apiVersion": "v1", "kind": "Namespace",
                                        "metadata": {"name": name, "labels": labels or {}}})
+
+
+def ensure_service_accounts(cluster: Cluster, namespace: str, names: set[str],
+                            labels: dict[str, str] | None = None) -> None:
+    """The ServiceAccounts ``names`` in ``namespace``, those missing created: one list per
+    call (the loop's every pass), not a create per account that the server refuses."""
+    have = {sa.metadata.name
+            for sa in cluster.core.list_namespaced_service_account(namespace).items}
+    for name in sorted(n for n in names - have if n):
+        with already_done(Conflict):
+            cluster.core.create_namespaced_service_account(namespace, {
+                "apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": name, "labels": labels or {}}})

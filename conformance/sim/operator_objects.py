@@ -171,7 +171,10 @@ def apply_daemonsets(cluster: Cluster, state: SimState, spec: dict, *,
     owner = _owner(cluster)
     wanted = {}
     enabled = operands.enabled_operands(spec)
-    _ensure_service_accounts(cluster, ns, {op.service_account for op in enabled})
+    # the operands' ServiceAccounts, as the operator creates them (workloads reference them
+    # too: the operator's own plugin-test Deployment runs as nvidia-device-plugin)
+    objects.ensure_service_accounts(cluster, ns, {op.service_account for op in enabled},
+                                    {STANDIN_LABEL: "true"})
     for op in enabled:
         if state.has("device-plugin-absent") and op.name == "nvidia-device-plugin-daemonset":
             continue
@@ -243,11 +246,3 @@ def _restart_pods(cluster: Cluster, ns: str, body: dict, generation: int) -> Non
             cluster.core.delete_namespaced_pod(pod.metadata.name, ns, grace_period_seconds=0)
 
 
-def _ensure_service_accounts(cluster: Cluster, namespace: str, names: set[str]) -> None:
-    """The operands' ServiceAccounts, as the operator creates them (workloads reference
-    them too: the operator's own plugin-test Deployment runs as nvidia-device-plugin)."""
-    for name in sorted(n for n in names if n):
-        with already_done(Conflict):
-            cluster.core.create_namespaced_service_account(namespace, {
-                "apiVersion": "v1", "kind": "ServiceAccount",
-                "metadata": {"name": name, "labels": {STANDIN_LABEL: "true"}}})

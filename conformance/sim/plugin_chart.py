@@ -14,7 +14,6 @@ import copy
 
 from conformance.cluster.client import (
     Cluster,
-    Conflict,
     NotFound,
     already_done,
     create_or_replace,
@@ -103,10 +102,9 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
     (``write_config``: write it, as ``helm install``/``sim set`` do; the control loop does not,
     so a user's edits to the ConfigMap stay)."""
     objects.ensure_namespace(cluster, chart.NAMESPACE)
-    for sa in (f"{chart.fullname(chart.RELEASE)}-service-account", _NFD_FULLNAME):
-        with already_done(Conflict):
-            cluster.core.create_namespaced_service_account(chart.NAMESPACE, {
-                "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": sa}})
+    objects.ensure_service_accounts(
+        cluster, chart.NAMESPACE, {f"{chart.fullname(chart.RELEASE)}-service-account",
+                                   _NFD_FULLNAME})
     name = chart.config_map_name(chart.RELEASE) if seed else None
     if seed and write_config:
         body = config_map({k: str(v) for k, v in seed.docs.items()})

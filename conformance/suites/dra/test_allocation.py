@@ -34,7 +34,7 @@ from conformance.cluster import pods
 from conformance.cluster.waits import WaitTimeout, wait_for
 from conformance.nvidia import dra
 from conformance.nvidia import labels as L
-from conformance.plugin.api import finding, not_applicable
+from conformance.plugin.api import finding, not_applicable, own_namespace
 
 SHARERS = 3  # pods sharing one claim (the driver's e2e uses 4)
 # The scheduler says "cannot allocate all claims" in the scheduling cycle that tries the pod:
@@ -60,8 +60,8 @@ def _pool_node(view, pool_name: str) -> str | None:
 
 @pytest.mark.requirement("DRA-ALLOC-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_template_claim_is_allocated_and_reserved(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, attachments):
+def test_template_claim_is_allocated_and_reserved(request, cluster, gpu_env, require_dra, targets,
+                                                  namespace, attachments):
     tpl = cluster_dra.create_template(cluster, namespace, "one", _one_device(targets),
                                       gpu_env.run_id)
     pod = cluster_dra.create_claim_pod(cluster, namespace, "one", gpu_env.run_id, template=tpl)
@@ -81,11 +81,12 @@ def test_template_claim_is_allocated_and_reserved(request, cluster, namespace, g
 
 @pytest.mark.requirement("DRA-ALLOC-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_two_claims_get_distinct_devices(request, cluster, namespace, gpu_env, require_dra,
-                                         targets, attachments):
+def test_two_claims_get_distinct_devices(request, cluster, gpu_env, require_dra, targets,
+                                         attachments):
     target = next((t for t in targets if len(t.free) >= 2), None)
     if target is None:
         not_applicable("no DRA node has two free devices")
+    namespace = own_namespace(request)
     tpl = cluster_dra.create_template(cluster, namespace, "two", cluster_dra.claim_spec(
         cluster_dra.request(device_class=target.device_class)), gpu_env.run_id)
     names = [cluster_dra.create_claim_pod(cluster, namespace, f"two-{i}", gpu_env.run_id,
@@ -142,13 +143,14 @@ def _selectors(reps) -> list[tuple[str, str, object]]:
 
 @pytest.mark.requirement("DRA-ALLOC-003")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_cel_selectors_place_only_on_matching_gpus(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, attachments):
+def test_cel_selectors_place_only_on_matching_gpus(request, cluster, gpu_env, require_dra, targets,
+                                                   attachments):
     reps = _representatives(targets)
     if not reps:
         not_applicable("no DRA node with GFD product labels offers whole GPUs to select by CEL")
     selectors = _selectors(reps)
     trials = []  # (what, node, expected, pod)
+    namespace = own_namespace(request)
     for what, expression, truth in selectors:
         tpl = cluster_dra.create_template(cluster, namespace, "cel", cluster_dra.claim_spec(
             cluster_dra.request(selectors=[expression])), gpu_env.run_id)
@@ -183,8 +185,8 @@ def test_cel_selectors_place_only_on_matching_gpus(request, cluster, namespace, 
 
 
 @pytest.mark.requirement("DRA-ALLOC-004")
-def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu_env,
-                                                require_dra, dra_nodes, attachments):
+def test_unsatisfiable_claim_is_refused_at_once(request, cluster, gpu_env, require_dra, dra_nodes,
+                                                namespace, attachments):
     by_node = require_dra.pools_by_node()
     most = max((n.int_label(L.COUNT) or sum(
         d.type == dra.TYPE_GPU for p in by_node.get(n.name, []) for d in p.devices)
@@ -215,8 +217,8 @@ def test_unsatisfiable_claim_is_refused_at_once(request, cluster, namespace, gpu
 
 @pytest.mark.requirement("DRA-ALLOC-005")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_shared_claim_one_device_many_reservations(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, attachments):
+def test_shared_claim_one_device_many_reservations(request, cluster, gpu_env, require_dra, targets,
+                                                   namespace, attachments):
     claim = cluster_dra.create_claim(cluster, namespace, "shared", _one_device(targets),
                                      gpu_env.run_id)
     names = [cluster_dra.create_claim_pod(cluster, namespace, f"share-{i}", gpu_env.run_id,
@@ -252,8 +254,8 @@ def test_shared_claim_one_device_many_reservations(request, cluster, namespace, 
 
 @pytest.mark.requirement("DRA-ALLOC-006")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_deleting_pods_and_claims_releases_devices(request, cluster, namespace, gpu_env,
-                                                   require_dra, targets, attachments):
+def test_deleting_pods_and_claims_releases_devices(request, cluster, gpu_env, require_dra, targets,
+                                                   namespace, attachments):
     target = max(targets, key=lambda t: (min(len(t.free), MAX_RESULTS), t.node.name))
     devices = target.devices()
     chosen = target.free[:MAX_RESULTS]

@@ -19,15 +19,15 @@ from conformance.checks import dra as rules
 from conformance.cluster import dra as cluster_dra
 from conformance.cluster import evidence as ev
 from conformance.nvidia import dra
-from conformance.plugin.api import finding, not_applicable
+from conformance.plugin.api import finding, not_applicable, own_namespace
 
 GATE = "DRAExtendedResource"
 
 
 @pytest.mark.requirement("DRA-ER-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_extended_resource_is_served_through_a_claim(request, cluster, namespace, gpu_env,
-                                                     require_dra, targets, attachments):
+def test_extended_resource_is_served_through_a_claim(request, cluster, gpu_env, require_dra,
+                                                     targets, attachments):
     mapped = rules.extended_resource_classes(require_dra.classes)
     if not mapped:
         not_applicable(f"no DeviceClass maps {dra.EXTENDED_RESOURCE} (extendedResourceName): "
@@ -39,6 +39,7 @@ def test_extended_resource_is_served_through_a_claim(request, cluster, namespace
     target = next((t for t in targets if t.device_class == dra.GPU_CLASS.name), None)
     if target is None:
         not_applicable("no node served by DRA alone has a free whole GPU")
+    namespace = own_namespace(request)
     pod = cluster_dra.create_claim_pod(cluster, namespace, "extres", gpu_env.run_id, gpus=1,
                                        node=target.node.name)
     node, reason = cluster_dra.place(cluster, namespace, pod)

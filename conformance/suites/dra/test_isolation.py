@@ -39,7 +39,7 @@ def _run(cluster, namespace, gpu_env, prefix, node, template=None):
 
 @pytest.mark.requirement("DRA-ISO-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_claim_pod_sees_exactly_its_gpus(request, cluster, namespace, gpu_env, targets,
+def test_claim_pod_sees_exactly_its_gpus(request, cluster, gpu_env, targets, namespace,
                                          attachments):
     target = max(targets, key=lambda t: len(t.free))
     count = min(2, len(target.free))
@@ -57,7 +57,7 @@ def test_claim_pod_sees_exactly_its_gpus(request, cluster, namespace, gpu_env, t
 
 
 @pytest.mark.requirement("DRA-ISO-002")
-def test_pod_without_claim_sees_no_gpu(request, cluster, namespace, gpu_env, targets, attachments):
+def test_pod_without_claim_sees_no_gpu(request, cluster, gpu_env, targets, namespace, attachments):
     node = targets[0].node.name
     r = _run(cluster, namespace, gpu_env, "iso-none", node)
     attachments.append(ev.Evidence("pod.log", r.logs))

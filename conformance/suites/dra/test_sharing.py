@@ -21,7 +21,7 @@ from conformance.cluster import evidence as ev
 from conformance.cluster import workloads
 from conformance.cluster.namespaces import NAMESPACE_PREFIX
 from conformance.nvidia import dra
-from conformance.plugin.api import finding, not_applicable
+from conformance.plugin.api import finding, not_applicable, own_namespace
 
 TEMPLATE_CLAIM = "resource.kubernetes.io/pod-claim-name"  # a claim made from a template
 
@@ -79,13 +79,14 @@ def test_claim_sharing_configs_are_valid(request, cluster, require_dra, attachme
 
 
 @pytest.mark.requirement("DRA-SHARE-002")
-def test_time_sliced_claim_runs_two_pods(request, cluster, namespace, gpu_env, require_dra,
-                                         targets, attachments):
+def test_time_sliced_claim_runs_two_pods(request, cluster, gpu_env, require_dra, targets,
+                                         attachments):
     gates = _driver_gates(require_dra)
     if not gates.get(dra.GATE_TIME_SLICING):
         not_applicable(f"refused by the driver as such: {dra.gate_refusal('TimeSlicing')} "
                        "(alpha, off by default)")
     target = next((t for t in targets if t.device_class == dra.GPU_CLASS.name), targets[0])
+    namespace = own_namespace(request)
     claim = cluster_dra.create_claim(cluster, namespace, "ts", cluster_dra.claim_spec(
         cluster_dra.request(device_class=target.device_class),
         config=dra.gpu_config("TimeSlicing", interval="Default")), gpu_env.run_id)

@@ -64,7 +64,7 @@ def serve(cluster, gpu_env, namespace: str, spec: gw.GatewaySpec, route: RouteBu
 
 
 @pytest.mark.requirement("INF-GW-001")
-def test_gateway_splits_traffic_by_weight(request, cluster, gpu_env, namespace, gateway_spec,
+def test_gateway_splits_traffic_by_weight(request, cluster, gpu_env, gateway_spec, namespace,
                                           attachments):
     # warmed up until both stand-ins have answered: the split is measured on a route served
     url, host = serve(cluster, gpu_env, namespace, gateway_spec, gw.split_route, "split",
@@ -78,7 +78,7 @@ def test_gateway_splits_traffic_by_weight(request, cluster, gpu_env, namespace, 
 
 
 @pytest.mark.requirement("INF-GW-002")
-def test_gateway_routes_by_model_header(request, cluster, gpu_env, namespace, gateway_spec,
+def test_gateway_routes_by_model_header(request, cluster, gpu_env, gateway_spec, namespace,
                                         attachments):
     # warmed up until a stand-in answers each model (which one is what is measured)
     url, host = serve(cluster, gpu_env, namespace, gateway_spec, gw.header_route, "header",

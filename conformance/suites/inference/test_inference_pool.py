@@ -33,7 +33,7 @@ from conformance.cluster import monitoring
 from conformance.cluster.client import Forbidden
 from conformance.cluster.namespaces import run_labels
 from conformance.cluster.waits import WaitTimeout
-from conformance.plugin.api import finding, not_applicable, not_run
+from conformance.plugin.api import finding, not_applicable, not_run, own_namespace
 
 
 @pytest.fixture
@@ -47,8 +47,9 @@ def pool_versions(cluster) -> list[str]:
 
 
 @pytest.mark.requirement("INF-GW-003")
-def test_inference_pool_api_is_served_with_its_schema(request, cluster, gpu_env, namespace,
-                                                      pool_versions, attachments):
+def test_inference_pool_api_is_served_with_its_schema(request, cluster, gpu_env, pool_versions,
+                                                      dry_run_namespace, attachments):
+    namespace = dry_run_namespace  # the pools are written as dry runs: nothing is stored
     selector = run_labels(gpu_env.run_id)
     admitted = refusal = portless = None
     if ip.VERSION in pool_versions:
@@ -69,12 +70,14 @@ def test_inference_pool_api_is_served_with_its_schema(request, cluster, gpu_env,
 
 
 @pytest.mark.requirement("INF-GW-004")
-def test_route_to_an_inference_pool_reaches_the_pinned_member(
-        request, cluster, gpu_env, namespace, pool_versions, gateway_spec, attachments):
+def test_route_to_an_inference_pool_reaches_the_pinned_member(request, cluster, gpu_env,
+                                                              pool_versions, gateway_spec,
+                                                              attachments):
     if ip.VERSION not in pool_versions:
         not_run(f"{ip.KIND}s are not served at {ip.GROUP}/{ip.VERSION} (INF-GW-003)")
     run_id, labels = secrets.token_hex(5), run_labels(gpu_env.run_id)
     host = gw.hostname(run_id, "pool")
+    namespace = own_namespace(request)
     for backend in gw.BACKENDS:
         monitoring.deploy_stand_in(cluster, namespace, run_id, gpu_env.options.metrics_image,
                                    name=backend)

@@ -25,7 +25,7 @@ from conformance.checks import service_metrics as sm
 from conformance.cluster import evidence as ev
 from conformance.cluster import monitoring
 from conformance.cluster.waits import WaitTimeout, wait_for
-from conformance.plugin.api import finding, not_run
+from conformance.plugin.api import finding, not_run, own_namespace
 
 
 @pytest.fixture
@@ -51,8 +51,7 @@ def querier(cluster, gpu_env) -> monitoring.Querier:
 
 
 @pytest.mark.requirement("INF-MET-001")
-def test_monitoring_collects_the_workloads_metrics(request, cluster, gpu_env, namespace,
-                                                   querier, attachments):
+def test_monitoring_collects_the_workloads_metrics(request, cluster, gpu_env, querier, attachments):
     o = gpu_env.options
     bad = [kv for kv in o.metrics_scrape_labels if "=" not in kv or kv.startswith("=")]
     if bad:
@@ -62,6 +61,7 @@ def test_monitoring_collects_the_workloads_metrics(request, cluster, gpu_env, na
     if why:
         attachments.append(ev.Evidence("service-metrics.txt", f"preflight vector(1): {why}"))
         pytest.fail(f"the monitoring system's query API does not answer: {why}")
+    namespace = own_namespace(request)
     run_id = secrets.token_hex(5)
     made = monitoring.ScrapeObjects()
     request.addfinalizer(made.delete)

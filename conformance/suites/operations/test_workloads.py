@@ -17,8 +17,8 @@ KERNEL_ARGS = ["membw", "--seconds", "3"]
 
 
 @pytest.mark.requirement("OPS-WL-001")
-def test_kernel_pod_reports_one_json_result(request, cluster, namespace, gpu_env,
-                                             require_gpu_nodes):
+def test_kernel_pod_reports_one_json_result(request, cluster, gpu_env, require_gpu_nodes,
+                                            namespace):
     node = next((n for n in require_gpu_nodes if not taints.untolerated_taints(n)), None)
     assert node is not None, "every GPU node carries a taint GPU pods do not tolerate"
     r = kernel_pods.run(cluster, namespace, gpu_env.run_id, KERNEL_ARGS,

@@ -17,8 +17,8 @@ from conformance.cluster.pods import PodSpec
 
 @pytest.mark.requirement("SCHED-ALLOC-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, sharing_docs,
-                                               require_device_plugin_nodes):
+def test_full_node_leaves_next_gpu_pod_pending(cluster, gpu_env, sharing_docs,
+                                               require_device_plugin_nodes, namespace):
     try:
         allocation.fill_until_full(
             cluster, namespace, gpu_env.run_id, require_device_plugin_nodes, "whole",
@@ -31,8 +31,8 @@ def test_full_node_leaves_next_gpu_pod_pending(cluster, namespace, gpu_env, shar
 
 @pytest.mark.requirement("SCHED-ALLOC-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_multi_gpu_request_lands_on_one_node(cluster, namespace, gpu_env, gpu_nodes,
-                                             require_device_plugin_nodes):
+def test_multi_gpu_request_lands_on_one_node(cluster, gpu_env, gpu_nodes,
+                                             require_device_plugin_nodes, namespace):
     _node, resource, free = allocation.require_free_node(
         cluster, require_device_plugin_nodes, "no schedulable GPU node has free GPUs")
     fits = pods.create(cluster, namespace, PodSpec("multi", gpus=free, resource=resource),

@@ -71,8 +71,8 @@ def autoscaled_pool(request, cluster, gpu_env, attachments) -> Pool:
 
 @pytest.mark.requirement("SCHED-AUTOSCALE-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_gpu_pool_grows_for_a_pending_pod_and_shrinks_back(request, cluster, namespace,
-                                                           gpu_env, autoscaled_pool):
+def test_gpu_pool_grows_for_a_pending_pod_and_shrinks_back(request, cluster, gpu_env,
+                                                           autoscaled_pool, namespace):
     choice = autoscaled_pool.choice
     before = scaling.pool_nodes(cluster, choice)
     created: list[str] = []

@@ -42,9 +42,10 @@ class Queue:
 
 
 @pytest.fixture
-def gang_queue(request, cluster, namespace, gpu_env, attachments) -> Queue:
+def gang_queue(request, cluster, gpu_env, attachments) -> Queue:
     """The queue to run gangs through (not-applicable without a gang scheduler); Kueue's view
-    of it is attached to the report when the check fails."""
+    of it is attached to the report when the check fails. The test's namespace is made once a
+    gang scheduler is there (its labels pick the queue)."""
     served = gangs.served(cluster)
     try:
         choice = gang.GangChoice.parse(gpu_env.options.gang_queue)
@@ -53,6 +54,7 @@ def gang_queue(request, cluster, namespace, gpu_env, attachments) -> Queue:
     decision = gang.choose_mechanism(gang.detect(served), choice, served)
     if decision.mechanism is None:
         (not_run if decision.applicable else not_applicable)(decision.reason)
+    namespace = request.getfixturevalue("namespace")
     labels = cluster.core.read_namespace(namespace).metadata.labels or {}
     queue, why = gang.choose_queue(gangs.cluster_queues(cluster),
                                    choice.queue if choice else None, labels)
@@ -78,7 +80,7 @@ def gang_queue(request, cluster, namespace, gpu_env, attachments) -> Queue:
 
 @pytest.mark.requirement("SCHED-GANG-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_gang_is_admitted_whole(request, cluster, namespace, gpu_env, gang_queue):
+def test_gang_is_admitted_whole(request, cluster, gpu_env, gang_queue, namespace):
     size = gang_queue.plan.size
     job = gangs.submit(cluster, namespace, gang_queue.local, "gang", size, gpu_env.run_id,
                        image=gpu_env.options.cuda_image)
@@ -92,8 +94,7 @@ def test_gang_is_admitted_whole(request, cluster, namespace, gpu_env, gang_queue
 
 @pytest.mark.requirement("SCHED-GANG-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_gang_that_does_not_fit_places_nothing(request, cluster, namespace, gpu_env,
-                                                gang_queue):
+def test_gang_that_does_not_fit_places_nothing(request, cluster, gpu_env, gang_queue, namespace):
     plan = gang_queue.plan
     blockers = gangs.submit(cluster, namespace, gang_queue.local, "gang-blocker", plan.blockers,
                             gpu_env.run_id, image=gpu_env.options.cuda_image,

@@ -2,8 +2,9 @@
 
 Kubernetes treats nvidia.com/gpu as an extended resource: it must be a whole number, it is
 set in limits, requests (if given) must equal limits, and limits alone default the requests
-(kubernetes.io "Schedule GPUs"; pkg/apis/core/validation). Pods are created with dryRun=All:
-the API server validates and defaults them for real but stores nothing.
+(kubernetes.io "Schedule GPUs"; pkg/apis/core/validation). Pods are created with dryRun=All
+(in the run's one dry-run namespace): the API server validates and defaults them for real but
+stores nothing.
 
 Checklist:
 - SCHED-INT-001 a fractional request (0.5) is refused
@@ -37,34 +38,36 @@ def _dry_run(cluster, namespace: str, spec: PodSpec, run_id: str, attachments: l
 
 
 @pytest.mark.requirement("SCHED-INT-001")
-def test_fractional_gpu_request_is_refused(cluster, namespace, gpu_env, attachments):
-    pod, refusal = _dry_run(cluster, namespace, PodSpec("frac", gpus="0.5"), gpu_env.run_id,
-                            attachments)
+def test_fractional_gpu_request_is_refused(cluster, gpu_env, dry_run_namespace, attachments):
+    pod, refusal = _dry_run(cluster, dry_run_namespace, PodSpec("frac", gpus="0.5"),
+                            gpu_env.run_id, attachments)
     assert pod is None, ("the API server accepted nvidia.com/gpu: 0.5; extended resources must "
                          "be integers (an admission webhook may be rewriting GPU requests)")
     assert "must be an integer" in refusal, f"refused, but not as non-integer: {refusal}"
 
 
 @pytest.mark.requirement("SCHED-INT-002")
-def test_requests_without_limits_are_refused(cluster, namespace, gpu_env, attachments):
-    pod, refusal = _dry_run(cluster, namespace, PodSpec("noLimit".lower(), gpus=None, requests=1),
-                            gpu_env.run_id, attachments)
+def test_requests_without_limits_are_refused(cluster, gpu_env, dry_run_namespace, attachments):
+    pod, refusal = _dry_run(cluster, dry_run_namespace,
+                            PodSpec("noLimit".lower(), gpus=None, requests=1), gpu_env.run_id,
+                            attachments)
     assert pod is None, "a pod with nvidia.com/gpu in requests only was accepted"
     assert "Limit must be set" in refusal, f"refused for another reason: {refusal}"
 
 
 @pytest.mark.requirement("SCHED-INT-002")
-def test_requests_different_from_limits_are_refused(cluster, namespace, gpu_env, attachments):
-    pod, refusal = _dry_run(cluster, namespace, PodSpec("mismatch", gpus=2, requests=1),
+def test_requests_different_from_limits_are_refused(cluster, gpu_env, dry_run_namespace,
+                                                    attachments):
+    pod, refusal = _dry_run(cluster, dry_run_namespace, PodSpec("mismatch", gpus=2, requests=1),
                             gpu_env.run_id, attachments)
     assert pod is None, "a pod with nvidia.com/gpu requests 1 != limits 2 was accepted"
     assert "must be equal to" in refusal, f"refused for another reason: {refusal}"
 
 
 @pytest.mark.requirement("SCHED-INT-002")
-def test_limits_alone_default_the_requests(cluster, namespace, gpu_env, attachments):
-    pod, refusal = _dry_run(cluster, namespace, PodSpec("limits", gpus=1), gpu_env.run_id,
-                            attachments)
+def test_limits_alone_default_the_requests(cluster, gpu_env, dry_run_namespace, attachments):
+    pod, refusal = _dry_run(cluster, dry_run_namespace, PodSpec("limits", gpus=1),
+                            gpu_env.run_id, attachments)
     assert pod is not None, f"a pod with limits nvidia.com/gpu: 1 was refused: {refusal}"
     requests = pod.spec.containers[0].resources.requests or {}
     assert requests.get(L.GPU_RESOURCE) == "1", (

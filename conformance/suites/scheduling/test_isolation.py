@@ -15,7 +15,7 @@ from conformance.checks import smi, taints
 from conformance.cluster import workloads
 from conformance.cluster.pods import PodSpec
 from conformance.nvidia import labels as L
-from conformance.plugin.api import not_applicable, require_result
+from conformance.plugin.api import not_applicable, own_namespace, require_result
 
 
 def _smi_pod(node: str, gpu_env) -> PodSpec:
@@ -25,13 +25,14 @@ def _smi_pod(node: str, gpu_env) -> PodSpec:
 
 
 @pytest.mark.requirement("SCHED-ISO-001")
-def test_two_pods_get_different_gpus(cluster, namespace, gpu_env, real_gpu_nodes):
+def test_two_pods_get_different_gpus(request, cluster, gpu_env, real_gpu_nodes):
     multi = [n for n in real_gpu_nodes
              if n.gpu_resources.get(L.GPU_RESOURCE, 0) >= 2 and (n.int_label(L.REPLICAS) or 1) == 1
              and not taints.untolerated_taints(n)]
     if not multi:
         not_applicable("no untainted GPU node has two whole (unshared) GPUs")
     node = multi[0].name
+    namespace = own_namespace(request)
     runs = [workloads.run(cluster, namespace, _smi_pod(node, gpu_env), gpu_env.run_id,
                       timeout=workloads.QUICK_RUN_TIMEOUT_S)
             for _ in range(2)]
@@ -45,11 +46,12 @@ def test_two_pods_get_different_gpus(cluster, namespace, gpu_env, real_gpu_nodes
 
 
 @pytest.mark.requirement("SCHED-ISO-002")
-def test_pod_sees_only_its_own_gpu(cluster, namespace, gpu_env, real_gpu_nodes):
+def test_pod_sees_only_its_own_gpu(request, cluster, gpu_env, real_gpu_nodes):
     node = next((n for n in real_gpu_nodes if n.gpu_resources.get(L.GPU_RESOURCE, 0) >= 2
                  and not taints.untolerated_taints(n)), None)
     if node is None:
         not_applicable("no untainted GPU node has more than one GPU to hide")
+    namespace = own_namespace(request)
     r = workloads.run(cluster, namespace, _smi_pod(node.name, gpu_env), gpu_env.run_id,
                       timeout=workloads.QUICK_RUN_TIMEOUT_S)
     assert r.diagnosis is None, f"nvidia-smi pod {r.pod}: {r.diagnosis}"

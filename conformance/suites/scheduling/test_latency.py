@@ -20,8 +20,8 @@ SAMPLES = 10
 
 @pytest.mark.requirement("SCHED-LAT-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_gpu_pod_scheduling_latency(request, cluster, namespace, gpu_env,
-                                    require_device_plugin_nodes):
+def test_gpu_pod_scheduling_latency(request, cluster, gpu_env, require_device_plugin_nodes,
+                                    namespace):
     _node, resource, free = allocation.require_free_node(
         cluster, require_device_plugin_nodes, "no schedulable GPU node has a free GPU to "
                                               "measure with")

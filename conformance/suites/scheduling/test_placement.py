@@ -44,8 +44,8 @@ def _products(nodes) -> dict[str, list]:
 
 @pytest.mark.requirement("SCHED-PLACE-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env, gpu_nodes,
-                                                  require_device_plugin_nodes):
+def test_product_selector_places_on_that_gpu_type(cluster, gpu_env, gpu_nodes,
+                                                  require_device_plugin_nodes, namespace):
     products = _products(require_device_plugin_nodes)
     assert products, f"no GPU node carries {L.PRODUCT}: GFD labels are missing"
     # any GPU node: the DRA driver may serve nvidia.com/gpu too (DRAExtendedResource)
@@ -77,8 +77,9 @@ def test_product_selector_places_on_that_gpu_type(cluster, namespace, gpu_env, g
 
 @pytest.mark.requirement("SCHED-PLACE-002")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_compute_capability_affinity_places_on_new_generation(
-        request, cluster, namespace, gpu_env, gpu_nodes, require_device_plugin_nodes):
+def test_compute_capability_affinity_places_on_new_generation(request, cluster, gpu_env, gpu_nodes,
+                                                              require_device_plugin_nodes,
+                                                              namespace):
     affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": L.COMPUTE_MAJOR, "operator": "Gt", "values": ["8"]}]}]}}}

@@ -72,7 +72,7 @@ def autoscaling(request, cluster, gpu_env) -> Autoscaling:
 
 
 @pytest.fixture
-def scaled(request, cluster, namespace, gpu_env, autoscaling, attachments):
+def scaled(request, cluster, gpu_env, autoscaling, namespace, attachments):
     """A factory: the check's GPU Deployment at ``replicas``, its metric written at ``value``
     (the adapter must serve it before the HPA exists); deleted afterwards, the HPA's view
     attached to the report when the check fails."""

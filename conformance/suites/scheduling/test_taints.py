@@ -12,15 +12,14 @@ import pytest
 from conformance.checks import taints
 from conformance.cluster import pods
 from conformance.cluster.pods import PodSpec
-from conformance.plugin.api import not_applicable
+from conformance.plugin.api import not_applicable, own_namespace
 
 NODES_SAMPLED = 3
 
 
 @pytest.mark.requirement("SCHED-TAINT-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_tainted_gpu_nodes_take_only_tolerating_pods(cluster, namespace, gpu_env,
-                                                     require_gpu_nodes):
+def test_tainted_gpu_nodes_take_only_tolerating_pods(request, cluster, gpu_env, require_gpu_nodes):
     tainted = [n for n in require_gpu_nodes
                if any(t["effect"] in ("NoSchedule", "NoExecute") for t in n.taints)]
     if not tainted:
@@ -28,6 +27,7 @@ def test_tainted_gpu_nodes_take_only_tolerating_pods(cluster, namespace, gpu_env
     problems = []
     # Nodes with a taint GPU pods do not tolerate come first: that is the misconfiguration.
     tainted.sort(key=lambda n: not taints.untolerated_taints(n))
+    namespace = own_namespace(request)
     for node in tainted[:NODES_SAMPLED]:
         pin = {"kubernetes.io/hostname": node.name}
         resource = node.main_resource[0]

@@ -20,7 +20,7 @@ from conformance.cluster import allocation, pods
 from conformance.cluster.pods import PodSpec
 from conformance.nvidia import labels as L
 from conformance.nvidia.sharing import SharingConfig, validate_sharing_config
-from conformance.plugin.api import finding, not_applicable
+from conformance.plugin.api import finding, not_applicable, own_namespace
 
 
 def _shared_nodes(nodes):
@@ -29,11 +29,12 @@ def _shared_nodes(nodes):
 
 @pytest.mark.requirement("SHARE-OVS-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_replicas_pods_share_and_one_more_waits(request, cluster, namespace, gpu_env,
-                                                sharing_docs, require_gpu_nodes):
+def test_replicas_pods_share_and_one_more_waits(request, cluster, gpu_env, sharing_docs,
+                                                require_gpu_nodes):
     shared = _shared_nodes(require_gpu_nodes)
     if not shared:
         not_applicable("no GPU node advertises time-sliced replicas")
+    namespace = own_namespace(request)
     node, resource, free = allocation.require_free_node(
         cluster, shared, ("no shared GPU node has a free slice: none allocatable, or pods hold "
                          "every one"),
@@ -61,8 +62,7 @@ def test_replicas_pods_share_and_one_more_waits(request, cluster, namespace, gpu
 
 @pytest.mark.requirement("SHARE-FRGO-001")
 @pytest.mark.usefixtures("gpu_allocation_lock")
-def test_fail_requests_greater_than_one(cluster, sharing_docs, namespace, gpu_env,
-                                        require_gpu_nodes):
+def test_fail_requests_greater_than_one(request, cluster, sharing_docs, gpu_env, require_gpu_nodes):
     docs = sharing_docs
     shared = _shared_nodes(require_gpu_nodes)
     if docs is None or not shared:
@@ -73,6 +73,7 @@ def test_fail_requests_greater_than_one(cluster, sharing_docs, namespace, gpu_en
         not_applicable(f"the sharing config of {node.name} is invalid (SHARE-CFG-001)")
     config = SharingConfig.from_document(doc)
     resource = node.main_resource[0]
+    namespace = own_namespace(request)
     name = pods.create(cluster, namespace, PodSpec(
         "frgo", gpus=2, resource=resource,
         node_selector={"kubernetes.io/hostname": node.name}), gpu_env.run_id)

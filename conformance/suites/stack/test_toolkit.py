@@ -50,7 +50,7 @@ def _probe(gpu_env) -> tuple[str, str, Callable[[str], list[str]]]:
 
 @pytest.mark.requirement("STACK-TK-002")
 @pytest.mark.device_nodes
-def test_one_gpu_pod_sees_one_gpu(cluster, namespace, gpu_env, real_gpu_nodes, attachments):
+def test_one_gpu_pod_sees_one_gpu(cluster, gpu_env, real_gpu_nodes, namespace, attachments):
     image, script, seen_in = _probe(gpu_env)
     spec = PodSpec("tk-one", gpus=1, image=image,
                    node_selector={"kubernetes.io/hostname": _node(real_gpu_nodes, attachments)},
@@ -65,7 +65,7 @@ def test_one_gpu_pod_sees_one_gpu(cluster, namespace, gpu_env, real_gpu_nodes, a
 
 @pytest.mark.requirement("STACK-TK-003")
 @pytest.mark.device_nodes
-def test_no_gpu_pod_sees_no_gpu(cluster, namespace, gpu_env, real_gpu_nodes):
+def test_no_gpu_pod_sees_no_gpu(cluster, gpu_env, real_gpu_nodes, namespace):
     image, script, seen_in = _probe(gpu_env)
     spec = PodSpec("tk-none", gpus=None, image=image,
                    node_selector={"kubernetes.io/hostname": _node(real_gpu_nodes)},
