@@ -27,9 +27,11 @@ PROCESSES = {"verdict": "pass", "points": [point(1, 3.0), point(2, 1.5), point(4
 class Request:
     def __init__(self, nodes) -> None:
         self.node = SimpleNamespace(user_properties=[])
-        self.fixtures = {"namespace": "ns", "gpu_nodes": nodes}
+        self.fixtures = {"namespace": "ns", "gpu_nodes": nodes, "require_gpu_nodes": nodes}
 
     def getfixturevalue(self, name: str):
+        if name == "require_gpu_nodes":  # as the plugin's fixture: no GPU node fails at once
+            assert self.fixtures[name], "no GPU node"
         return self.fixtures[name]
 
     def props(self, key: str) -> list[str]:
@@ -93,6 +95,14 @@ def test_whole_gpus_keep_the_process_measurement(env, monkeypatch) -> None:
     request = Request([WHOLE])
     suite.test_time_sliced_copies_share_fairly("membw", request, env, [])
     assert "whole GPUs only" in request.props(FINDING)[0]
+
+
+def test_no_gpu_node_fails_before_any_pod_is_made(env, monkeypatch) -> None:
+    """A cluster without GPU nodes (kind on a host without GPUs): the check fails on the
+    nodes there are at once, where its control pod would wait unscheduled for minutes."""
+    monkeypatch.setattr(suite.kernel_pods, "run", lambda *a, **k: pytest.fail("a pod was made"))
+    with pytest.raises(AssertionError, match="no GPU node"):
+        suite.test_time_sliced_copies_share_fairly("membw", Request([]), env, [])
 
 
 @pytest.mark.parametrize("mode", ["memory", "fault"])

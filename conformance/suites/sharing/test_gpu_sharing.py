@@ -56,6 +56,8 @@ def _experiment(request, gpu_env, args: list[str]) -> dict:
             return local_gpu.run_kernels(args, timeout=EXPERIMENT_TIMEOUT_S)
         except local_gpu.Unavailable as exc:
             pytest.skip(f"cannot run GPU experiments here: {exc}")
+    # no GPU node: fail now with the nodes there are, not after the pod's wait to be scheduled
+    request.getfixturevalue("require_gpu_nodes")
     namespace = request.getfixturevalue("namespace")
     r = kernel_pods.run(gpu_env.require_cluster(), namespace, gpu_env.run_id, args,
                         image=gpu_env.options.workload_image)
