@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup run test test-fast collected-ids lint unit integration browser bench image clean
+.PHONY: setup run test test-fast collected-ids lint unit integration browser bench image kind-node clean
 
 # The project's tests wait on clusters more than they compute: on the 2-core machine five
 # xdist workers (each with its own sim) keep both cores busy. Measured: 924 tests, 4 workers
@@ -76,6 +76,9 @@ bench:  ## scale benchmark: the stack and scheduling suites against 500 GPU node
 
 image:  ## the suite's image, built for real without Docker (buildah; also in `make setup`)
 	bash ci/build-image.sh $(IMAGE_ARGS)
+
+kind-node:  ## kind's node image built here, for --target kind where no registry answers (opt-in)
+	bash conformance/binaries/build-kind-node.sh $(KIND_NODE_ARGS)
 
 clean:
 	rm -rf $(VENV) results *.egg-info

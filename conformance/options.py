@@ -169,6 +169,10 @@ class Options:
                             help="name of the sim cluster the plugin starts or uses")
     kind_config: str = _option("single-gpu.yaml", metavar="FILE",
                                help="kind config in kind-config/ for --target kind")
+    kind_image: str | None = _option(
+        metavar="IMAGE", registered_by="pytest_kind", help="kind's node image for --target "
+        "kind (default kind's own, from its registry; `make kind-node` builds "
+        "localhost/kindest/node:<version> here)")
     # --- the real node (--target node without --kubeconfig: `gpuconf node up` for the run) --
     nvidia_src: str | None = _option(
         metavar="DIR", scope="node", help="upstream NVIDIA sources: the k8s-device-plugin tag's "

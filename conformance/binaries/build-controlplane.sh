@@ -21,22 +21,6 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib.sh"
 need_go
 export CGO_ENABLED=0 GOFLAGS=-mod=mod GOTOOLCHAIN=local
 
-build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
-  local name="$1" v="$2" module="$3" pkg="$4" dest="$bin_root/$1-$2"
-  if built "$dest"; then log "$name $v: cached at $dest"; return; fi
-  local mod="$work/$name-$v"
-  rm -rf "$mod" && mkdir -p "$mod" && cd "$mod"
-  log "$name $v: resolving $module@$v"
-  printf 'module local/%sbin\n\ngo 1.26.0\n' "$name" > go.mod
-  printf 'package main\n\nfunc main() {}\n' > main.go
-  go get "$module@$v"
-  local out="$mod/out"; mkdir -p "$out"
-  log "$name $v: compiling $pkg"
-  go build -trimpath -ldflags "-s -w" -o "$out/$name" "$pkg"
-  finish "$out" "$dest"
-  rm -rf "$mod"
-}
-
 # build_patched_main NAME VERSION MODULE MAIN BINARY PIN REPLACEMENT: MODULE@VERSION's package
 # main, the one file MAIN (importing only the module's packages), with its line PIN replaced by
 # REPLACEMENT, compiled as $work/NAME-VERSION/out/BINARY (the current folder when it returns);

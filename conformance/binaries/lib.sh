@@ -41,6 +41,24 @@ module_dir() {  # module_dir MODULE@VERSION: the module's source in the module c
   echo "$dir"
 }
 
+# build_simple NAME VERSION MODULE PACKAGE: PACKAGE of MODULE@VERSION in a throw-away module
+# (go get; the dependency versions its go.mod asks for), published as $bin_root/NAME-VERSION/NAME.
+build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
+  local name="$1" v="$2" module="$3" pkg="$4" dest="$bin_root/$1-$2"
+  if built "$dest"; then log "$name $v: cached at $dest"; return; fi
+  local mod="$work/$name-$v"
+  rm -rf "$mod" && mkdir -p "$mod" && cd "$mod"
+  log "$name $v: resolving $module@$v"
+  printf 'module local/%sbin\n\ngo 1.26.0\n' "$name" > go.mod
+  printf 'package main\n\nfunc main() {}\n' > main.go
+  go get "$module@$v"
+  local out="$mod/out"; mkdir -p "$out"
+  log "$name $v: compiling $pkg"
+  go build -trimpath -ldflags "-s -w" -o "$out/$name" "$pkg"
+  finish "$out" "$dest"
+  rm -rf "$mod"
+}
+
 # build_kubernetes_commands NAME COMMAND...: k8s.io/kubernetes/cmd/COMMAND at KUBERNETES_VERSION,
 # static and stripped, published as $bin_root/NAME-<version>/COMMAND.
 # k8s.io/kubernetes cannot be `go install`ed (its go.mod replaces every staging module with

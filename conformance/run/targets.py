@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from conformance.node.gateway import GATEWAY_ANNOTATION
 from conformance.node.lifecycle import GPU_SOURCE_ANNOTATION, MOCK_NVML
 from conformance.node.prometheus import QUERY_ANNOTATION
 from conformance.options import Options
-from conformance.run import kind_engine
+from conformance.run import kind_config, kind_engine
 from conformance.sim import cluster as simcluster
 
 KIND_CONFIG_DIR = Path(__file__).resolve().parents[2] / "kind-config"
@@ -167,13 +168,15 @@ def create_kind(options: Options):
     from pytest_kind import KindCluster
 
     os.environ.update(engine.kind_env)  # kind reads its provider from its environment
-    kind = KindCluster(options.sim_name, kind_path=kind_path)
-    try:
-        kind.create(config_file=config_file)
-    except subprocess.CalledProcessError as exc:  # kind printed why above, and removed its nodes
-        raise UsageError(f"kind create cluster failed on {engine.name} (exit {exc.returncode}; "
-                         "its output above says why: where no registry answers, its node image "
-                         "pull, README 'kind on this machine')") from exc
+    kind = KindCluster(options.sim_name, kind_path=kind_path, image=options.kind_image)
+    with tempfile.TemporaryDirectory(prefix="gpuconf-kind-config-") as tmp:
+        try:
+            kind.create(config_file=kind_config.with_absolute_mounts(config_file, Path(tmp)))
+        except subprocess.CalledProcessError as exc:  # kind printed why above, removed its nodes
+            raise UsageError(f"kind create cluster failed on {engine.name} (exit "
+                             f"{exc.returncode}; its output above says why: where no registry "
+                             "answers, its node image pull: --kind-image, README 'kind on this "
+                             "machine')") from exc
     return kind, str(kind.kubeconfig_path)
 
 

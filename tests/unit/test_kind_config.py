@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import json
 import os
 import re
 import stat
@@ -139,6 +141,32 @@ def test_readme_documents_every_config_and_the_missing_engine() -> None:
     assert "no Docker engine" in readme and "structurally" in readme
     assert "needs a host that has" in (KIND_DIR / "heterogeneous.yaml").read_text()
 
+
+
+def test_no_gpu_config_runs_one_node_on_the_conflist_beside_it(tmp_path: Path) -> None:
+    """no-gpu.yaml: one node, kind's CNI off, the ptp conflist beside it mounted where the
+    node's containerd reads CNI configs; gpuconf hands kind a copy with that path absolute."""
+    from conformance.run.kind_config import with_absolute_mounts
+
+    config = load("no-gpu.yaml")
+    assert set(config) <= CLUSTER_FIELDS and config["networking"]["disableDefaultCNI"] is True
+    (only,) = config["nodes"]
+    assert only["role"] == "control-plane" and set(only) <= NODE_FIELDS
+    (mount,) = only["extraMounts"]
+    assert mount["containerPath"] == "/etc/cni/net.d/10-gpuconf-ptp.conflist"
+    conflist = json.loads((KIND_DIR / mount["hostPath"]).read_text())
+    assert [p["type"] for p in conflist["plugins"]] == ["ptp", "portmap"]
+    (ranges,) = conflist["plugins"][0]["ipam"]["ranges"]
+    subnet = ipaddress.ip_network(ranges[0]["subnet"])
+    assert subnet.subnet_of(ipaddress.ip_network(config["networking"]["podSubnet"]))
+
+    resolved = with_absolute_mounts(KIND_DIR / "no-gpu.yaml", tmp_path)
+    assert resolved.parent == tmp_path
+    (node,) = yaml.safe_load(resolved.read_text())["nodes"]
+    assert node["extraMounts"][0]["hostPath"] == str(KIND_DIR / mount["hostPath"])
+    # a config whose mounts are absolute already is handed to kind as it is
+    assert with_absolute_mounts(KIND_DIR / "single-gpu.yaml", tmp_path) == (
+        KIND_DIR / "single-gpu.yaml")
 
 # --- gpu-kind.sh against stub commands ---------------------------------------------------
 
