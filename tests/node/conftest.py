@@ -10,7 +10,6 @@ plugin chart), or a kubelet already running here.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,6 @@ from tests.node.node_env import GPU_PROFILE, NODE_NAME
 # the session's node away
 LAST = ("test_the_gpu_operator_from_source_reconciles_the_node_as_far_as_nfd_shows_a_gpu",
         "test_down_leaves_nothing_behind")
-NODE_TESTS_NICE = -5  # favour_this_worker
 
 
 def _is_node_test(item) -> bool:
@@ -78,25 +76,8 @@ def host_before(nvidia_src) -> hostsnap.Snapshot:
     return hostsnap.take()
 
 
-def favour_this_worker() -> None:
-    """Give this test process, and what it starts from now on (the node's control plane,
-    kubelet and containerd, the child suite runs), the CPU first when the cores are contended.
-
-    The node tests run one after another on one xdist worker (one kubelet per host): under
-    ``make test`` they are the critical path, and on the 2-core machine they ran ~2x slower
-    beside the other workers than alone. Nice -5 weighs this worker ~3x another under Linux's
-    fair scheduler; the other workers' tests wait on their sims more than they compute, and
-    lose only what the node tests use. Not where the process may not raise its priority."""
-    for task in Path("/proc/self/task").iterdir():  # the nice value is per thread on Linux
-        try:
-            os.setpriority(os.PRIO_PROCESS, int(task.name), NODE_TESTS_NICE)
-        except (PermissionError, ProcessLookupError):
-            return
-
-
 @pytest.fixture(scope="session")
 def node(nvidia_src, host_before):
-    favour_this_worker()
     lines: list[str] = []
     try:
         state = lifecycle.up(NODE_NAME, gpu_profile=GPU_PROFILE, nvidia_src=nvidia_src,
