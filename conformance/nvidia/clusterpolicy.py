@@ -82,6 +82,14 @@ class ClusterPolicy:
     def state(self) -> str | None:
         return (self.doc.get("status") or {}).get("state")
 
+    def ready_condition(self) -> str | None:
+        """The state and the Ready condition's reason and message ("ready, NoGPUNodes: No GPU
+        node found, ..."): how the operator says it found no GPU node to serve."""
+        for c in (self.doc.get("status") or {}).get("conditions", []):
+            if c.get("type") == "Ready":
+                return f"{self.state}, {c.get('reason')}: {c.get('message', '')}"
+        return None
+
     def not_ready_conditions(self) -> list[str]:
         return [f"{c.get('type')}={c.get('status')}: {c.get('message', '')}"
                 for c in (self.doc.get("status") or {}).get("conditions", [])

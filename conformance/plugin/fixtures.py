@@ -199,15 +199,19 @@ def require_device_plugin_nodes(require_gpu_nodes: list[GpuNode],
 
 
 @pytest.fixture
-def require_gpu_nodes(cluster: Cluster, gpu_nodes: list[GpuNode],
-                      attachments: list[ev.Evidence]) -> list[GpuNode]:
+def require_gpu_nodes(request: pytest.FixtureRequest, cluster: Cluster,
+                      gpu_nodes: list[GpuNode], attachments: list[ev.Evidence]) -> list[GpuNode]:
     """GPU nodes, failing with the count (not a later timeout) when there are none, the nodes
-    there are attached."""
+    there are attached and, where the GPU Operator runs, what its ClusterPolicy says of them."""
+    operator_says = ""
     if not gpu_nodes:
         attachments.append(ev.Evidence("nodes.txt", ev.nodes_text(cluster)))
+        policy = request.getfixturevalue("cluster_policy")
+        said = policy.ready_condition() if policy is not None else None
+        operator_says = f"; the GPU Operator's ClusterPolicy says: {said}" if said else ""
     assert gpu_nodes, ("no GPU node: no node advertises an NVIDIA GPU resource or carries GFD, "
                        "NFD (pci-10de), GPU Operator or any nvidia.com/gpu.* label, or a "
-                       "cloud GPU instance type or accelerator label")
+                       f"cloud GPU instance type or accelerator label{operator_says}")
     return gpu_nodes
 
 

@@ -10,6 +10,7 @@ this refuses on a sandbox VM and why.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -23,6 +24,8 @@ from conformance.common.errors import UsageError
 # one or two on a loaded 2-core machine: 60 s means the engine is stuck, not slow
 ENGINE_PROBE_TIMEOUT_S = 60
 PODMAN_PROVIDER = {"KIND_EXPERIMENTAL_PROVIDER": "podman"}
+# runc and limits within the host's, where Podman's defaults are refused (build-kind-node.sh)
+PODMAN_CONF = binaries.cache_dir() / "kind" / "containers.conf"
 
 
 @dataclass(frozen=True)
@@ -73,10 +76,14 @@ def probe_container(engine: Engine, busybox: Path) -> None:
         proc = _run([engine.cli, "run", "--rm", "--network", "none", "--rootfs", root,
                      "/busybox", "true"])
     if proc.returncode != 0:
+        conf = PODMAN_CONF if PODMAN_CONF.is_file() and not os.environ.get("CONTAINERS_CONF") \
+            else None
+        hint = (f"export CONTAINERS_CONF={conf} (written by `make kind-node` for this host), or "
+                if conf else "")
         raise UsageError(f"--target kind: podman cannot run a container here, so it cannot run "
                          f"kind's nodes (podman run --rootfs <busybox> true: exit "
-                         f"{proc.returncode}: {_last_line(proc)}); see README, 'kind on this "
-                         "machine'")
+                         f"{proc.returncode}: {_last_line(proc)}); {hint}see README, 'kind on "
+                         "this machine'")
 
 
 def preflight() -> tuple[Path, Engine]:
