@@ -17,6 +17,7 @@ from conformance.cluster.client import Cluster, connect, read_or_none
 from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
+from conformance.nvidia import clusterpolicy
 from conformance.nvidia import labels as L
 from conformance.options import Options
 
@@ -105,10 +106,27 @@ def install_operator(args: Options, kubeconfig: str | None, target: str,
 
 
 def wait_available(cluster: Cluster, ns: str, progress: Progress) -> None:
+    """The operator's Deployment available, then its ClusterPolicy reconciled once (a state
+    set, whichever): the suites read what the operator made of it, not the chart's bare
+    object (seen under load: the suites ran before the first reconcile, and every operand
+    DaemonSet was "not found"). A chart without a ClusterPolicy is not waited for."""
     try:
         wait_until_done(f"the GPU Operator to become available in {ns}",
                         lambda: rollout.deployments_pending(cluster, ns),
                         timeout=INSTALL_TIMEOUT_S, interval=2.0, progress=progress,
                         error=NotConverged, tolerate_api_errors=False)
+        wait_until_done("the GPU Operator to reconcile its ClusterPolicy",
+                        lambda: policy_unreconciled(cluster), timeout=INSTALL_TIMEOUT_S,
+                        interval=2.0, progress=progress, error=NotConverged)
     except NotConverged as exc:
         raise NotConverged(f"{exc}: see `kubectl -n {ns} get pods,events`") from None
+
+
+def policy_unreconciled(cluster: Cluster) -> str | None:
+    """What is still missing before the operator has reconciled the ClusterPolicy once; None
+    when it has, or when the chart made none."""
+    items = cluster.custom.list_cluster_custom_object(*clusterpolicy.API).get("items", [])
+    if not items:
+        return None
+    policy = clusterpolicy.ClusterPolicy(items[0])
+    return None if policy.state else f"ClusterPolicy {policy.name} has no status.state yet"
