@@ -26,6 +26,7 @@ ENGINE_PROBE_TIMEOUT_S = 60
 PODMAN_PROVIDER = {"KIND_EXPERIMENTAL_PROVIDER": "podman"}
 # runc and limits within the host's, where Podman's defaults are refused (build-kind-node.sh)
 PODMAN_CONF = binaries.cache_dir() / "kind" / "containers.conf"
+HOST_MODULES = Path("/lib/modules")  # kind mounts it into every node
 
 
 @dataclass(frozen=True)
@@ -86,11 +87,22 @@ def probe_container(engine: Engine, busybox: Path) -> None:
                          "this machine'")
 
 
+def check_host_modules(modules: Path = HOST_MODULES) -> None:
+    """kind mounts the host's kernel modules into every node (read-only); the engine refuses a
+    missing source (``statfs /lib/modules: no such file or directory``): a usage error naming
+    the fix where the host has none (a VM whose kernel has no modules; an empty folder serves)."""
+    if not modules.is_dir():
+        raise UsageError(f"--target kind: kind mounts the host's {modules} into its nodes and "
+                         f"this host has none (a kernel without modules): `mkdir -p {modules}` "
+                         "(an empty folder serves), then run again")
+
+
 def preflight() -> tuple[Path, Engine]:
     """The kind binary and an engine that can run a container, or the first refusal as a
     usage error (one line, exit 2): the engine's first, as without one no kind binary helps.
     Starts nothing that outlives it."""
     engine = find_engine()
+    check_host_modules()
     if engine.name == "podman":  # Docker's daemon answering is as far as this checks
         busybox = binaries.locate_node().busybox
         if not busybox.is_file():
