@@ -54,9 +54,10 @@ def _control(cluster: Cluster, state: SimState) -> None:
         gpucluster.control_once(cluster, state)
         return
     if not state.resolve_profile().runs_cluster_policy:
+        seen = plugin_chart.daemonset_versions(cluster)  # before the pass reads what they mount
         plan = _follow_sharing(cluster, state, None)
         plugin_chart.apply(cluster, None if plan is None else plugin_chart.observed_source(
-            cluster), crashloop=bool(plan and plan.refused), write_config=False)
+            cluster), crashloop=bool(plan and plan.refused), write_config=False, seen=seen)
         return
     policy = read_or_none(cluster.custom.get_cluster_custom_object, *clusterpolicy.API,
                           operator_objects.CLUSTER_POLICY)

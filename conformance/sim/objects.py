@@ -32,16 +32,26 @@ CRASHLOOP_ANNOTATION = "sim.gpuconf.io/crashloop"  # CrashLoopBackOff
 STUCK_INIT_ANNOTATION = "sim.gpuconf.io/stuck-init"  # waits in its init step forever
 
 
-def apply_daemonset(cluster: Cluster, ns: str, body: dict) -> None:
+def apply_daemonset(cluster: Cluster, ns: str, body: dict, *,
+                    seen: dict[str, int | None] | None = None) -> None:
     """Create, or replace when its pod template's annotations or containers changed; the
-    replaced DaemonSet's pods are deleted at once, so all of them run the new template."""
+    replaced DaemonSet's pods are deleted at once, so all of them run the new template.
+
+    ``seen``: the DaemonSets' generations (None: absent) when the caller read what it decided
+    ``body`` from; one whose spec was written since then by someone else (``sim set`` while the
+    loop's pass runs) is left as it is: the caller's body is stale, and its next pass reads the
+    new one (a pass that re-applied the old chart over a new one kept it for good). The
+    generation, not the resourceVersion: status updates do not make a body stale."""
     name = body["metadata"]["name"]
     try:
         cluster.apps.create_namespaced_daemon_set(ns, body)
         return
     except Conflict:
         pass
-    tpl = cluster.apps.read_namespaced_daemon_set(name, ns).spec.template
+    current = cluster.apps.read_namespaced_daemon_set(name, ns)
+    if seen is not None and seen.get(name) != current.metadata.generation:
+        return
+    tpl = current.spec.template
     want = body["spec"]["template"]
     if ((tpl.metadata.annotations or {}) == (want["metadata"].get("annotations") or {})
             and len(tpl.spec.containers) == len(want["spec"]["containers"])):

@@ -96,11 +96,22 @@ def config_map(docs: dict[str, str]) -> dict:
             "data": dict(docs)}
 
 
+def daemonset_versions(cluster: Cluster) -> dict[str, int | None]:
+    """The chart's DaemonSets' generations now (None: absent), for :func:`apply`'s ``seen``."""
+    names = [chart.daemonset_name(chart.RELEASE, c) for c in ("device-plugin",
+                                                               "gpu-feature-discovery")]
+    found = {d.metadata.name: d.metadata.generation
+             for d in cluster.apps.list_namespaced_daemon_set(chart.NAMESPACE).items}
+    return {name: found.get(name) for name in names}
+
+
 def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
-          write_config: bool) -> None:
+          write_config: bool, seen: dict[str, int | None] | None = None) -> None:
     """Create or update the chart's objects. ``seed``: the config.map the profile installs
     (``write_config``: write it, as ``helm install``/``sim set`` do; the control loop does not,
-    so a user's edits to the ConfigMap stay)."""
+    so a user's edits to the ConfigMap stay). ``seen``: the control loop's read of the
+    DaemonSets at the start of its pass (:func:`daemonset_versions`); one changed since is
+    not overwritten (:func:`objects.apply_daemonset`)."""
     objects.ensure_namespace(cluster, chart.NAMESPACE)
     objects.ensure_service_accounts(
         cluster, chart.NAMESPACE, {f"{chart.fullname(chart.RELEASE)}-service-account",
@@ -114,10 +125,10 @@ def apply(cluster: Cluster, seed: ConfigSource | None, *, crashloop: bool,
     wanted = [daemonset("device-plugin", config_map=name, default=seed.default if seed else None,
                         crashloop=crashloop),
               daemonset("gpu-feature-discovery", config_map=name,
-                        default=seed.default if seed else None, crashloop=crashloop),
-              nfd_worker()]
+                        default=seed.default if seed else None, crashloop=crashloop)]
     for body in wanted:
-        objects.apply_daemonset(cluster, chart.NAMESPACE, body)
+        objects.apply_daemonset(cluster, chart.NAMESPACE, body, seen=seen)
+    objects.apply_daemonset(cluster, chart.NAMESPACE, nfd_worker())
 
 
 def observed_source(cluster: Cluster) -> ConfigSource | None:

@@ -96,3 +96,45 @@ def test_existing_service_accounts_and_namespace_are_read_not_created_again():
     missing = _Core(set(), None)
     objects.ensure_namespace(SimpleNamespace(core=missing), "ns")
     assert missing.calls == [("read", "ns"), ("create-namespace", "ns")]
+
+
+class _Apps:
+    """One DaemonSet the API server holds, and the replaces sent to it."""
+
+    def __init__(self, generation: int) -> None:
+        self.current = SimpleNamespace(
+            metadata=SimpleNamespace(generation=generation),
+            spec=SimpleNamespace(template=SimpleNamespace(
+                metadata=SimpleNamespace(annotations={"config": "time-slicing"}),
+                spec=SimpleNamespace(containers=[object()]))))
+        self.replaced: list[dict] = []
+
+    def create_namespaced_daemon_set(self, ns, body):
+        raise Conflict(status=409, reason="AlreadyExists")
+
+    def read_namespaced_daemon_set(self, name, ns):
+        return self.current
+
+    def replace_namespaced_daemon_set(self, name, ns, body):
+        self.replaced.append(body)
+
+
+STALE_BODY = {"metadata": {"name": "plugin"},
+              "spec": {"selector": {"matchLabels": {"app": "plugin"}},
+                       "template": {"metadata": {"annotations": {"config": "none"}},
+                                    "spec": {"containers": [{}]}}}}
+
+
+def test_a_pass_does_not_overwrite_a_daemonset_changed_since_it_looked():
+    """`sim set` wrote the chart's DaemonSet (generation 3) while a loop pass that had read
+    generation 2 was deciding: the pass's body is stale and is not written (it was, and the
+    sim kept the old chart's config for good: no time-slicing on the time-slicing profile)."""
+    apps = _Apps(generation=3)
+    cluster = SimpleNamespace(apps=apps, core=SimpleNamespace(
+        list_namespaced_pod=lambda *a, **k: SimpleNamespace(items=[])))
+    objects.apply_daemonset(cluster, "ns", STALE_BODY, seen={"plugin": 2})
+    assert apps.replaced == []
+    objects.apply_daemonset(cluster, "ns", STALE_BODY, seen={"plugin": 3})  # nothing since
+    assert apps.replaced == [STALE_BODY]
+    objects.apply_daemonset(cluster, "ns", STALE_BODY)  # `sim set` itself: no look to compare
+    assert len(apps.replaced) == 2
