@@ -28,9 +28,7 @@ from conformance.node import images, operator
 from conformance.run import kind_config
 
 REPO = Path(__file__).resolve().parents[2]
-VERSIONS = dict(line.split("=", 1) for line in
-                (REPO / "conformance/binaries/versions.env").read_text().splitlines()
-                if line and not line.startswith("#"))
+VERSIONS = binaries.read_versions()
 NODE_IMAGE = f"localhost/kindest/node:{VERSIONS['KUBERNETES_VERSION']}"
 CLUSTER = "gpuconf"  # the kind cluster `gpuconf run --target kind` makes (and deletes)
 RUN_TIMEOUT_S = 600  # cluster up ~16 s, the stack suite ~10 s, down ~3 s here
