@@ -25,7 +25,7 @@ from conformance.cluster.client import connect
 from conformance.cluster.waits import wait_until_done
 from conformance.common.errors import NotConverged, UsageError
 from conformance.node import images, operator
-from conformance.run import kind_config
+from conformance.run import kind_config, kind_engine
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS = binaries.read_versions()
@@ -45,9 +45,8 @@ def _kind_env() -> dict[str, str]:
     if not (current and exists):
         pytest.skip(f"kind's node image {NODE_IMAGE} is not built here: `make kind-node`")
     env = dict(os.environ)
-    conf = binaries.cache_dir() / "kind" / "containers.conf"
-    if conf.is_file():
-        env.setdefault("CONTAINERS_CONF", str(conf))
+    if kind_engine.PODMAN_CONF.is_file():
+        env.setdefault("CONTAINERS_CONF", str(kind_engine.PODMAN_CONF))
     if _kind_nodes(env):
         pytest.skip(f"a kind cluster named {CLUSTER} runs here: the run would use it, then "
                     "delete it")
