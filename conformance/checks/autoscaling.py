@@ -32,6 +32,13 @@ KARPENTER_GROUP = "karpenter.sh"
 KARPENTER_VERSION = "v1"
 NODEPOOL_LABEL = "karpenter.sh/nodepool"  # on every node a NodePool launched
 NEVER = "Never"  # disruption.consolidateAfter: empty nodes are never removed
+# On the check's pods: neither autoscaler may move them while the check watches where they
+# run. Karpenter treats a bare pod as disruptable: its consolidation may drain the node the
+# pool just added for the pending pod and evict it (the pod is gone: nothing recreates a
+# bare pod), and the check would wait for a pod that no longer exists. The check deletes its
+# pods itself before it waits for the scale-down.
+KEEP_WHILE_CHECKED = {"karpenter.sh/do-not-disrupt": "true",
+                      "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}
 # --- Cluster Autoscaler facts (kubernetes/autoscaler cluster-autoscaler) ------------------------
 CA_STATUS_NAMESPACE = "kube-system"
 CA_STATUS_CONFIGMAP = "cluster-autoscaler-status"

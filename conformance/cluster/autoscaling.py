@@ -73,20 +73,26 @@ class Growth:
     added: frozenset[str]
     pod_node: str | None
     refused: str = ""
+    gone: str = ""  # the pending pod was deleted meanwhile: its last events
 
 
 def wait_grown(cluster: Cluster, pool: asc.PoolChoice, before: set[str], namespace: str,
                pod: str) -> Growth:
     """Until the pool has a node it had not and the pending pod is Running on it; stops early
-    once Karpenter has said for KARPENTER_REFUSAL_S that no node of the pool fits the pod, and
+    once Karpenter has said for KARPENTER_REFUSAL_S that no node of the pool fits the pod,
     once the pod runs on a node the pool had (a GPU there came free after the check counted
-    them: the pool needs no new node for it)."""
+    them: the pool needs no new node for it), and once the pod is gone (deleted by someone
+    else: an eviction, a cleanup)."""
     last = [Growth(frozenset(), None)]
     refused_since: list[float] = []
 
     def pending() -> str | None:
         added = frozenset(pool_nodes(cluster, pool) - before)
-        current = cluster.core.read_namespaced_pod(pod, namespace)
+        current = read_or_none(cluster.core.read_namespaced_pod, pod, namespace)
+        if current is None:  # nothing brings a bare pod back: waiting shows nothing more
+            events = pods.scheduling_events(cluster, namespace, pod).replace("\n", "; ")
+            last[0] = Growth(added, None, gone=events)
+            return None
         node = current.spec.node_name
         if node and current.status.phase == "Running":
             last[0] = Growth(added, node)

@@ -47,6 +47,7 @@ class PodSpec:
     # None: Never for a pod that runs a command to completion, Always for a placeholder that
     # only holds its GPUs (a completed pod frees them, as the sim plays it too)
     restart_policy: str | None = None
+    annotations: dict[str, str] = field(default_factory=dict)
 
     def manifest(self, run_labels: dict[str, str]) -> dict:
         resources: dict = {}
@@ -75,9 +76,10 @@ class PodSpec:
         if tolerations:
             spec["tolerations"] = tolerations
         name = f"{self.prefix}-{secrets.token_hex(3)}"
-        return {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "labels": {**run_labels, "app": self.prefix}},
-                "spec": spec}
+        metadata: dict = {"name": name, "labels": {**run_labels, "app": self.prefix}}
+        if self.annotations:
+            metadata["annotations"] = dict(self.annotations)
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
 
 
 def create(cluster: Cluster, namespace: str, spec: PodSpec, run_id: str) -> str:

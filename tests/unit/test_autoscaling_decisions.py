@@ -157,3 +157,44 @@ def test_the_wait_for_growth_ends_once_the_pending_pod_runs(monkeypatch, runs_on
                                "autoscale-1")
     assert grown.pod_node == runs_on and grown.added == frozenset(added)
     assert core.reads == 1  # the first look ends the wait
+
+
+class _Evicted(_Pods):
+    """The pending pod gone (404) since the first read, with the event its evictor left."""
+
+    def read_namespaced_pod(self, name, namespace):
+        from conformance.cluster.client import NotFound
+
+        self.reads += 1
+        raise NotFound(status=404, reason="Not Found")
+
+    def list_namespaced_event(self, namespace, field_selector):
+        from types import SimpleNamespace as NS
+
+        return NS(items=[NS(reason="Evicted", message="Evicted pod: Disrupting node")])
+
+
+def test_the_wait_for_growth_ends_once_the_pending_pod_is_gone(monkeypatch):
+    """A pending pod deleted by someone else ends the wait at once with its events (the check
+    says not-run); a 404 used to be retried as an API hiccup until the 600 s timeout (CI: the
+    suite run killed at 300 s, 'API error 404 Not Found')."""
+    from types import SimpleNamespace as NS
+
+    from conformance.cluster import autoscaling as scaling
+
+    monkeypatch.setattr(scaling, "pool_nodes", lambda cluster, pool: {"gpu-new"})
+    monkeypatch.setattr(scaling, "SCALE_UP_TIMEOUT_S", 5.0)
+    core = _Evicted("")
+    grown = scaling.wait_grown(NS(core=core), PoolChoice.parse("karpenter:gpu"), set(), "ns",
+                               "autoscale-1")
+    assert grown.gone == "Evicted: Evicted pod: Disrupting node" and grown.pod_node is None
+    assert core.reads == 1
+
+
+def test_the_checks_pods_ask_both_autoscalers_to_leave_them_be():
+    from conformance.cluster.pods import PodSpec
+
+    pod = PodSpec("autoscale", annotations=asc.KEEP_WHILE_CHECKED).manifest({})
+    assert pod["metadata"]["annotations"] == {
+        "karpenter.sh/do-not-disrupt": "true",
+        "cluster-autoscaler.kubernetes.io/safe-to-evict": "false"}

@@ -86,7 +86,8 @@ def test_gpu_pool_grows_for_a_pending_pod_and_shrinks_back(request, cluster, gpu
     request.addfinalizer(remove_what_the_check_added)
     spec = PodSpec("autoscale", gpus=1, node_selector=choice.selector,
                    tolerations=asc.tolerations(autoscaled_pool.nodepool.taints
-                                               if autoscaled_pool.nodepool else ()))
+                                               if autoscaled_pool.nodepool else ()),
+                   annotations=asc.KEEP_WHILE_CHECKED)
     for _ in range(asc.pods_to_create(scaling.free_gpus(cluster, choice)) - 1):
         created.append(pods.create(cluster, namespace, spec, gpu_env.run_id))
         pods.wait_scheduled(cluster, namespace, created[-1])  # the pool's free GPUs, taken
@@ -94,6 +95,10 @@ def test_gpu_pool_grows_for_a_pending_pod_and_shrinks_back(request, cluster, gpu
     created.append(pods.create(cluster, namespace, spec, gpu_env.run_id))
     pending = created[-1]
     grown = scaling.wait_grown(cluster, choice, before, namespace, pending)
+    if grown.gone:
+        not_run(f"pending pod {pending} was deleted while the check waited for {choice} to "
+                f"grow, not by the check ({grown.gone}): whether the pool grows for it was "
+                "not seen")
     if grown.pod_node and grown.pod_node not in grown.added:
         not_run(f"pending pod {pending} ran on {grown.pod_node}, a node {choice} already had: "
                 "a GPU there came free after the check counted the pool's free GPUs (another "
