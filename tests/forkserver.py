@@ -22,6 +22,7 @@ Where the server cannot reproduce the command (another interpreter, another PYTH
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import select
@@ -149,6 +150,11 @@ def serve() -> None:
     for name in PRELOAD:
         importlib.import_module(name)
     _load_lazy_exports(sys.modules["kubernetes.client"])
+    # What is loaded now lives as long as every child: out of the collector's sight, a child's
+    # collections (pytest runs gc.collect() at its end, ~0.18 s each over these modules) and
+    # its generation-2 passes skip it. Measured: a forked default suite run ~16 % less CPU.
+    gc.collect()
+    gc.freeze()
     print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         request = json.loads(line)

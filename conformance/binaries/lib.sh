@@ -65,10 +65,17 @@ build_simple() {  # build_simple NAME VERSION MODULE PACKAGE
 # ./staging/...), so a throw-away wrapper module requires it and replaces each staging module with
 # its published v0.X.Y tag (../shared/research/controlplane.md). The first COMMAND prints its
 # version as the smoke test.
+# KUBE_PATCH="FILE|PIN|REPLACEMENT" (optional): the line PIN of k8s.io/kubernetes' FILE is
+# compiled as REPLACEMENT, from a copy of the module (the module cache stays as published; Go
+# refuses an overlay there); the change is written to NAME-<version>/PATCH, and a build that
+# does not record this very change is built again.
 build_kubernetes_commands() {
   local name="$1"; shift
   local v="$KUBERNETES_VERSION" dest="$bin_root/$name-$KUBERNETES_VERSION" cmd
-  if built "$dest" "$@"; then log "$name $v: cached at $dest"; return; fi
+  local patch="${KUBE_PATCH:-}"
+  if built "$dest" "$@" && [[ "$(cat "$dest/PATCH" 2>/dev/null)" == "$patch" ]]; then
+    log "$name $v: cached at $dest"; return
+  fi
   need_go
   local minor="${v#v1.}"; minor="${minor%%.*}"
   local staging_v="v0.${v#v1.}" mod="$work/$name-$v" gomod staging replaces=() packages=()
@@ -93,10 +100,21 @@ build_kubernetes_commands() {
   ld+=" -X k8s.io/component-base/version.gitTreeState=clean"
   ld+=" -X k8s.io/component-base/version.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
   log "$name $v: compiling $* (slow on a cold cache)"
-  local out="$mod/out"; mkdir -p "$out"
+  local out="$mod/out"
+  mkdir -p "$out"
+  if [[ -n "$patch" ]]; then
+    local file="${patch%%|*}" rest="${patch#*|}"
+    cp -r "$(module_dir "k8s.io/kubernetes@$v")" "$mod/kubernetes" && chmod -R u+w "$mod/kubernetes"
+    grep -qF "${rest%%|*}" "$mod/kubernetes/$file" || die "$name $v: $file no longer has the line this build changes (${rest%%|*}): revisit KUBE_PATCH"
+    awk -v pin="${rest%%|*}" -v new="${rest#*|}" 'index($0, pin) { print new; next } { print }' \
+      "$mod/kubernetes/$file" > "$mod/patched.go" && mv "$mod/patched.go" "$mod/kubernetes/$file"
+    go mod edit "-replace=k8s.io/kubernetes=$mod/kubernetes"
+    log "$name $v: $file: '${rest%%|*}' compiled as '${rest#*|}'"
+  fi
   CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$ld" \
     -o "$out/" "${packages[@]}"
   "$out/$1" --version
+  [[ -z "$patch" ]] || printf '%s' "$patch" > "$out/PATCH"
   finish "$out" "$dest"
   rm -rf "$mod"
 }

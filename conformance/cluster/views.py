@@ -59,6 +59,11 @@ class Component:
         containers = self.daemonset.spec.template.spec.containers
         return next((c for c in containers if c.name == name), containers[0])
 
+    def __repr__(self) -> str:
+        # short: a check's failure traceback shows its arguments, and the API objects'
+        # own repr pretty-prints every field (~20 ms a pod)
+        return f"Component({self.key}: {self.name}, {len(self.pods)} pods, {self.deployed_by})"
+
 
 @dataclass
 class GpuStack:
@@ -96,6 +101,10 @@ class GpuStack:
 
     def of(self, key: str) -> list[Component]:
         return self.components.get(key, [])
+
+    def __repr__(self) -> str:  # short, as Component's
+        return (f"GpuStack({self.shape}, operator namespace {self.operator_namespace}, "
+                f"components {sorted(self.components)})")
 
     def pods(self) -> list:
         return [p for cs in self.components.values() for c in cs for p in c.pods]

@@ -8,6 +8,7 @@ ones already started and raises :class:`ComponentFailed` with the tail of its lo
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import socket
@@ -49,6 +50,12 @@ SERVICE_CIDR = "10.96.0.0/16"
 # The ``kubernetes`` Service's cluster IP (the range's first address): a real node's pods reach
 # the API server there (conformance/node/relay.py), so the serving certificate names it too.
 KUBERNETES_SERVICE_IP = "10.96.0.1"
+# Every component is a Go program: its garbage collector runs once the heap grew by GOGC %
+# (Go's default 100). Measured on a healthy sim over default suite runs: at 400 the API server
+# spent ~10 % less CPU a run (1.30-1.46 s against 1.49-1.63 s), etcd and the controller manager
+# likewise, for ~330 MB more resident memory a sim (the API server 522 MB against 297).
+# GOGC in the caller's environment wins.
+GO_GC_PERCENT = "400"
 # The HPA controller's period (upstream default 15 s): the pod-autoscaling checks see a scale
 # within a few periods; 2 s keeps them short and costs nothing where no HPA exists.
 HPA_SYNC_PERIOD = "2s"
@@ -221,14 +228,15 @@ class ControlPlane:
         progress(f"{component} ready in {time.monotonic() - t0:.1f}s")
 
     @staticmethod
-    def _env(state: ClusterState, component: str) -> dict[str, str] | None:
+    def _env(state: ClusterState, component: str) -> dict[str, str]:
+        own: dict[str, str] = {}
         if component == kueue.COMPONENT:
-            return kueue.env(Path(state.folder))
-        if component == karpenter.COMPONENT:
-            return karpenter.env(Path(state.folder))
-        if component == metrics_adapter.COMPONENT:
-            return metrics_adapter.env(state.ports, metrics_adapter.host_ip())
-        return None
+            own = kueue.env(Path(state.folder))
+        elif component == karpenter.COMPONENT:
+            own = karpenter.env(Path(state.folder))
+        elif component == metrics_adapter.COMPONENT:
+            own = metrics_adapter.env(state.ports, metrics_adapter.host_ip())
+        return {"GOGC": os.environ.get("GOGC", GO_GC_PERCENT), **own}
 
     def stop_component(self, state: ClusterState, component: str) -> None:
         pid = state.pids.get(component)
