@@ -22,6 +22,11 @@ RUNTIME_CLASS = "nvidia"  # the NVIDIA DaemonSets run through nvidia-container-r
 SANDBOX_IMAGE = "registry.k8s.io/pause:3.10.1"
 KUBELET_PORT = 10250
 KUBELET_HEALTHZ_PORT = 10248
+# A crash-looping container is started again after 10 s, 20 s, 40 s ... up to 5 min by
+# default; the node's kubelet caps that at 5 s (crashLoopBackOff.maxContainerRestartPeriod,
+# KubeletCrashLoopBackOffMax: beta and on since 1.35), so an operand that crash-loops shows it
+# within seconds, not half a minute
+CRASH_LOOP_BACKOFF_MAX = "5s"
 
 
 @dataclass(frozen=True)
@@ -223,6 +228,8 @@ def kubelet_yaml(p: Paths, *, cgroup: str, oom_score_adj: int, ca: Path) -> str:
         '  imagefs.available: "1%"',
         '  nodefs.inodesFree: "1%"',
         "rotateCertificates: true",
+        "crashLoopBackOff:",
+        f"  maxContainerRestartPeriod: {CRASH_LOOP_BACKOFF_MAX}",
         "authentication:",
         "  anonymous:",
         "    enabled: false",

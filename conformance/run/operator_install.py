@@ -12,12 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from conformance.binaries import binaries
-from conformance.cluster import namespaces, rollout
+from conformance.cluster import namespaces, rollout, views
 from conformance.cluster.client import Cluster, connect, read_or_none
 from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import ComponentFailed, NotConverged, UsageError
-from conformance.nvidia import clusterpolicy
 from conformance.nvidia import labels as L
 from conformance.options import Options
 
@@ -125,8 +124,7 @@ def wait_available(cluster: Cluster, ns: str, progress: Progress) -> None:
 def policy_unreconciled(cluster: Cluster) -> str | None:
     """What is still missing before the operator has reconciled the ClusterPolicy once; None
     when it has, or when the chart made none."""
-    items = cluster.custom.list_cluster_custom_object(*clusterpolicy.API).get("items", [])
-    if not items:
+    policy = views.read_cluster_policy(cluster)
+    if policy is None or policy.state:
         return None
-    policy = clusterpolicy.ClusterPolicy(items[0])
-    return None if policy.state else f"ClusterPolicy {policy.name} has no status.state yet"
+    return f"ClusterPolicy {policy.name} has no status.state yet"

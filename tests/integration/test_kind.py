@@ -32,6 +32,10 @@ VERSIONS = binaries.read_versions()
 NODE_IMAGE = f"localhost/kindest/node:{VERSIONS['KUBERNETES_VERSION']}"
 CLUSTER = "gpuconf"  # the kind cluster `gpuconf run --target kind` makes (and deletes)
 RUN_TIMEOUT_S = 600  # cluster up ~16 s, the stack suite ~10 s, down ~3 s here
+# One after the other, on one xdist worker: a test finding the run's kind cluster up (the
+# other test's, on another worker) skips rather than have the run use it and delete it (seen
+# in CI once the other tests got faster and the two came to run at once).
+pytestmark = pytest.mark.xdist_group("kind")
 
 
 def _kind_env() -> dict[str, str]:

@@ -26,6 +26,7 @@ from kubernetes import client
 
 from conformance.binaries import binaries
 from conformance.cluster import rbac
+from conformance.cluster.waits import wait_for
 from conformance.common.errors import UsageError
 from conformance.node import lifecycle, suite_images
 from conformance.run import job
@@ -142,10 +143,24 @@ def test_sonobuoy_runs_the_shipped_plugin_in_the_node_and_shows_our_junit(node, 
         assert proc.returncode == 0, f"sonobuoy {args[0]}: {proc.stdout}{proc.stderr}"
         return proc.stdout
 
+    def run_status() -> str | None:
+        """The run's status once it ended (`sonobuoy status`, what `run --wait` polls too)."""
+        proc = subprocess.run([sonobuoy, "status", *kubeconfig, "--json"], capture_output=True,
+                              text=True, timeout=CLI_TIMEOUT_S, check=False)
+        try:
+            status = json.loads(proc.stdout).get("status") if proc.returncode == 0 else None
+        except ValueError:  # before the aggregator has said anything
+            return None
+        return status if status in ("complete", "failed") else None
+
     try:
         # dnscheck: the node has no cluster DNS (conformance/node/README.md); the plugin needs none
-        call("run", *kubeconfig, "--plugin", str(PLUGIN), "--skip-preflight=dnscheck",
-             f"--wait={CLI_TIMEOUT_S // 60}", "--wait-output=silent")
+        call("run", *kubeconfig, "--plugin", str(PLUGIN), "--skip-preflight=dnscheck")
+        # not `run --wait`: it looks every 20 s (a fixed poll interval in v0.57.3), so a run
+        # done in 25 s was seen at 40 s
+        status = wait_for("the Sonobuoy run to end", run_status, timeout=CLI_TIMEOUT_S,
+                          interval=1.0, progress=lambda _m: None)
+        assert status == "complete", f"the Sonobuoy run ended {status}"
         printed = call("retrieve", *kubeconfig, str(tmp_path)).strip().splitlines()[-1]
         tarball = str(tmp_path / Path(printed).name)
     finally:
