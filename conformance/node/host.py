@@ -94,13 +94,17 @@ def facts(busybox: Path | None = None) -> HostFacts:
 
 
 def running_kubelets() -> list[int]:
-    """PIDs of processes named kubelet (ours or anyone's): one node per host."""
+    """PIDs of processes named kubelet (ours or anyone's) on this host: one node per host. A
+    kubelet in a container (a kind node's) has PID, network and mount namespaces of its own:
+    it takes none of the host's ports or paths, and is not counted."""
     found = []
+    own = os.readlink("/proc/self/ns/pid")
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         with contextlib.suppress(OSError):
-            if (entry / "comm").read_text().strip() == "kubelet":
+            if ((entry / "comm").read_text().strip() == "kubelet"
+                    and os.readlink(entry / "ns" / "pid") == own):
                 found.append(int(entry.name))
     return sorted(found)
 

@@ -49,22 +49,37 @@ def _ip(*args: str) -> list[str]:
                           check=False).stdout.splitlines()
 
 
-# podman's and buildah's own storage (the kind preflight's trivial container, the image build):
-# other tools on this host mount there while the node runs; the node never does
-OTHER_TOOLS_STORAGE = ("/var/lib/containers/storage",)
+# Podman's and buildah's own (the kind preflight's trivial container, the image build, the kind
+# clusters of tests/integration/test_kind.py on another worker): while the node runs, other
+# tools mount their storage and their containers' network namespaces (netavark names them
+# netns-<id>; containerd's, the node's, are cni-<id>) and add their bridge (podman<N>) and its
+# veths; the node makes none of these
+OTHER_TOOLS_MOUNTS = ("/var/lib/containers/storage", "/run/netns/netns-")
+OTHER_TOOLS_LINK = ("podman",)
+
+
+def _links() -> dict[str, str]:
+    """This host's network links, name -> its `ip -o link` line."""
+    return {line.split(":")[1].strip().split("@")[0]: line for line in _ip("-o", "link", "show")}
+
+
+def _other_tools_link(name: str, line: str) -> bool:
+    return (name.startswith(OTHER_TOOLS_LINK) or " master podman" in line
+            or " link-netns netns-" in line)
 
 
 def take() -> Snapshot:
     nb = binaries.locate_node()
     ours = [nb.kubelet, nb.containerd, nb.containerd_shim, nb.runc, nb.nvidia_container_runtime]
     watched = [*HOST_PATHS, Path("/dev/kmsg"), RUN_ROOT]
+    links = {name for name, line in _links().items() if not _other_tools_link(name, line)}
     return Snapshot(
         mounts=frozenset(m for m in (line.split()[4] for line in
                                      Path("/proc/self/mountinfo").read_text().splitlines())
-                         if not m.startswith(OTHER_TOOLS_STORAGE)),
-        links=frozenset(line.split(":")[1].strip().split("@")[0]
-                        for line in _ip("-o", "link", "show")),
-        addresses=frozenset(" ".join(line.split()[1:4:2]) for line in _ip("-o", "addr", "show")),
+                         if not m.startswith(OTHER_TOOLS_MOUNTS)),
+        links=frozenset(links),
+        addresses=frozenset(" ".join(line.split()[1:4:2]) for line in _ip("-o", "addr", "show")
+                            if line.split()[1].split("@")[0] in links),
         cgroups=frozenset(str(p) for p in host.kubepods_cgroups()),
         paths=frozenset(str(p) for p in watched if p.exists()),
         sysctls=tuple(sorted(host.read_sysctls().items())),
