@@ -104,12 +104,13 @@ build_kubernetes_commands() {
   mkdir -p "$out"
   if [[ -n "$patch" ]]; then
     local file="${patch%%|*}" rest="${patch#*|}"
-    cp -r "$(module_dir "k8s.io/kubernetes@$v")" "$mod/kubernetes" && chmod -R u+w "$mod/kubernetes"
-    grep -qF "${rest%%|*}" "$mod/kubernetes/$file" || die "$name $v: $file no longer has the line this build changes (${rest%%|*}): revisit KUBE_PATCH"
-    awk -v pin="${rest%%|*}" -v new="${rest#*|}" 'index($0, pin) { print new; next } { print }' \
-      "$mod/kubernetes/$file" > "$mod/patched.go" && mv "$mod/patched.go" "$mod/kubernetes/$file"
-    go mod edit "-replace=k8s.io/kubernetes=$mod/kubernetes"
-    log "$name $v: $file: '${rest%%|*}' compiled as '${rest#*|}'"
+    local pin="${rest%%|*}" replacement="${rest#*|}" src="$mod/kubernetes"
+    cp -r "$(module_dir "k8s.io/kubernetes@$v")" "$src" && chmod -R u+w "$src"
+    grep -qF "$pin" "$src/$file" || die "$name $v: $file no longer has the line this build changes ($pin): revisit KUBE_PATCH"
+    awk -v pin="$pin" -v new="$replacement" 'index($0, pin) { print new; next } { print }' \
+      "$src/$file" > "$mod/patched.go" && mv "$mod/patched.go" "$src/$file"
+    go mod edit "-replace=k8s.io/kubernetes=$src"
+    log "$name $v: $file: '$pin' compiled as '$replacement'"
   fi
   CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -tags=selinux,notest,grpcnotrace -ldflags "$ld" \
     -o "$out/" "${packages[@]}"

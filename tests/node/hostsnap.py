@@ -54,8 +54,9 @@ def _ip(*args: str) -> list[str]:
 # tools mount their storage and their containers' network namespaces (netavark names them
 # netns-<id>; containerd's, the node's, are cni-<id>) and add their bridge (podman<N>) and its
 # veths; the node makes none of these
-OTHER_TOOLS_MOUNTS = ("/var/lib/containers/storage", "/run/netns/netns-")
-OTHER_TOOLS_LINK = ("podman",)
+PODMAN_BRIDGE = "podman"  # podman0, podman1, ...
+PODMAN_NETNS = "netns-"
+OTHER_TOOLS_MOUNTS = ("/var/lib/containers/storage", f"/run/netns/{PODMAN_NETNS}")
 
 
 def _links() -> dict[str, str]:
@@ -64,8 +65,8 @@ def _links() -> dict[str, str]:
 
 
 def _other_tools_link(name: str, line: str) -> bool:
-    return (name.startswith(OTHER_TOOLS_LINK) or " master podman" in line
-            or " link-netns netns-" in line)
+    return (name.startswith(PODMAN_BRIDGE) or f" master {PODMAN_BRIDGE}" in line
+            or f" link-netns {PODMAN_NETNS}" in line)
 
 
 def take() -> Snapshot:
