@@ -62,6 +62,7 @@ HPA_SYNC_PERIOD = "2s"
 # The aggregation layer's front proxy, as kubeadm sets it up: its own CA, and the client
 # certificate the API server presents to aggregated API servers (the metrics adapter).
 FRONT_PROXY_CLIENT = "front-proxy-client"
+FRONT_PROXY_CA = "gpuconf-sim-front-proxy-ca"  # not the clients' CA name: see pki.py
 # A real kubelet's node carries this label from its registration on; KWOK leaves such nodes
 # (and their pods) alone and manages every other node, as with --manage-all-nodes.
 REAL_NODE_LABEL = "node.gpuconf.io/real"
@@ -308,7 +309,7 @@ class ControlPlane:
         pki.issue("apiserver-kubelet-client", "kube-apiserver-kubelet-client",
                   org="system:masters", client=True)
         pki.service_account_keys()
-        front_proxy = ClusterPKI(self.folder / "pki" / "front-proxy")
+        front_proxy = ClusterPKI(self.folder / "pki" / "front-proxy", FRONT_PROXY_CA)
         front_proxy.issue(FRONT_PROXY_CLIENT, FRONT_PROXY_CLIENT, client=True)
         users = {
             "admin": ("kubernetes-admin", "system:masters"),

@@ -60,7 +60,13 @@ def test_certify_driver_upgrade_flow_on_the_sim(sim, sim_cluster, sim_state, tmp
 
 def test_restore_keeps_what_others_changed_meanwhile(sim, sim_cluster, sim_state, tmp_path):
     """Each check restores only the field it changed: an edit another actor makes to the
-    ClusterPolicy during the run survives it (a whole-spec restore would revert it)."""
+    ClusterPolicy during the run survives it (a whole-spec restore would revert it).
+
+    The stand-in ignores changes until the other actor's edit is in, so that edit always
+    lands while the check's change is live (a poll for the check's change could miss it: the
+    check restores ~1 s after the operator reconciled, and once it waited here the full 120 s
+    and tested nothing). Lifting the fault, not ``sim set``: that would reset the policy."""
+    import dataclasses
     import subprocess
     import time
 
@@ -68,8 +74,9 @@ def test_restore_keeps_what_others_changed_meanwhile(sim, sim_cluster, sim_state
     from conformance.nvidia import clusterpolicy
     from conformance.options import Options
     from conformance.run.plan import RunPlan
+    from conformance.sim import standin_state
 
-    sim_state("healthy")
+    held = sim_state("healthy", ["standin-ignores-changes"])
     name = read_cluster_policy(sim_cluster).name
     before = read_cluster_policy(sim_cluster).spec
     cmd = RunPlan(Options(results=str(tmp_path), disruptive=True)).pytest_command(
@@ -77,14 +84,19 @@ def test_restore_keeps_what_others_changed_meanwhile(sim, sim_cluster, sim_state
         paths=["operations/test_reconcile.py::test_device_plugin_env_reaches_the_daemonset"])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     theirs = {"name": "SET_BY_SOMEONE_ELSE", "value": "1"}
+
+    def probed() -> bool:
+        env = read_cluster_policy(sim_cluster).section("devicePlugin").get("env") or []
+        return any(e["name"] == "GPUCONF_RECONCILE_PROBE" for e in env)
+
     try:
         deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:  # the check has changed devicePlugin.env
-            env = read_cluster_policy(sim_cluster).section("devicePlugin").get("env") or []
-            if any(e["name"] == "GPUCONF_RECONCILE_PROBE" for e in env):
-                break
+        while not probed():  # the check has changed devicePlugin.env, and waits
+            assert proc.poll() is None and time.monotonic() < deadline, \
+                "the check never changed devicePlugin.env: " + (proc.communicate()[0] or "")[-3000:]
             time.sleep(0.2)
         policy_edit.change_field(sim_cluster, name, ("toolkit", "env"), [theirs])
+        standin_state.save_state(sim_cluster, dataclasses.replace(held, faults=[]))
         out, _ = proc.communicate(timeout=300)
         assert proc.returncode == 0, out[-3000:]
         after = read_cluster_policy(sim_cluster).spec
