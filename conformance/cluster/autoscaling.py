@@ -76,6 +76,20 @@ class Growth:
     gone: str = ""  # the pending pod was deleted meanwhile: its last events
 
 
+# kube-controller-manager's taint-eviction controller (pkg/controller/tainteviction), the event
+# it leaves on a pod it deletes for a NoExecute taint the pod does not tolerate
+TAINT_EVICTION = "TaintManagerEviction: Marking for deletion"
+
+
+def evicted_on_arrival(growth: Growth) -> bool:
+    """The pending pod was deleted by the taint manager once bound to a node the pool had just
+    added. Karpenter registers a node it launched by removing its karpenter.sh/unregistered
+    NoExecute taint; the scheduler saw that and bound the pod, the taint manager still saw the
+    taint and deleted the pod (their views of the node lag each other on a loaded control
+    plane; seen in CI). The pool did grow: a new pending pod shows whether one runs there."""
+    return bool(growth.gone and growth.added and TAINT_EVICTION in growth.gone)
+
+
 def wait_grown(cluster: Cluster, pool: asc.PoolChoice, before: set[str], namespace: str,
                pod: str) -> Growth:
     """Until the pool has a node it had not and the pending pod is Running on it; stops early

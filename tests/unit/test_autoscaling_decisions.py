@@ -191,6 +191,27 @@ def test_the_wait_for_growth_ends_once_the_pending_pod_is_gone(monkeypatch):
     assert core.reads == 1
 
 
+# the pending pod's events in a CI run (2026-12-06): bound to the node Karpenter had just added,
+# then deleted by the taint manager, which still saw the node's registration taint
+ON_ARRIVAL = ("Nominated: Pod should schedule on: nodeclaim/gpuconf-gpu-v9mjc; FailedScheduling: "
+              "0/4 nodes are available: 1 node(s) had untolerated taint(s); Scheduled: "
+              "Successfully assigned ns/autoscale-fe7500 to kwok-gpuconf-gpu-v9mjc; "
+              "TaintManagerEviction: Marking for deletion Pod ns/autoscale-fe7500")
+
+
+@pytest.mark.parametrize("added, gone, again", [
+    ({"kwok-gpuconf-gpu-v9mjc"}, ON_ARRIVAL, True),
+    (set(), ON_ARRIVAL, False),  # no node added: nothing shows that the pool grew
+    ({"kwok-gpuconf-gpu-v9mjc"}, "Evicted: Evicted pod: Disrupting node", False),
+    ({"kwok-gpuconf-gpu-v9mjc"}, "", False),
+], ids=["taint-manager-on-the-added-node", "no-node-added", "another-eviction", "not-gone"])
+def test_a_pod_deleted_by_the_taint_manager_on_the_added_node_is_tried_again(added, gone, again):
+    from conformance.cluster import autoscaling as scaling
+
+    grown = scaling.Growth(frozenset(added), None, gone=gone)
+    assert scaling.evicted_on_arrival(grown) is again
+
+
 def test_the_checks_pods_ask_both_autoscalers_to_leave_them_be():
     from conformance.cluster.pods import PodSpec
 
