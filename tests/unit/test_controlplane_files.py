@@ -82,3 +82,20 @@ def test_the_control_plane_and_the_node_keep_their_state_in_their_own_folders(tm
     assert NodeState.root() == tmp_path / "nodes"
     node = NodeState("n", str(tmp_path / "nodes" / "n"), "/run/x", "host", "10.0.0.1")
     assert node.kubeconfig == tmp_path / "clusters" / "n" / "kubeconfig"
+
+
+@pytest.mark.parametrize("caller, want", [({}, ("400", "1")),
+                                          ({"GOGC": "100", "GOMAXPROCS": "4"}, ("100", "4"))])
+def test_the_components_go_runtime_settings_and_the_callers_win(monkeypatch, tmp_path, caller,
+                                                                 want):
+    """Each Go component runs at GOGC=400 on one P unless the caller's environment says
+    otherwise (components.py says what each saves)."""
+    from conformance.controlplane.components import ControlPlane
+
+    for var in ("GOGC", "GOMAXPROCS"):
+        monkeypatch.delenv(var, raising=False)
+    for var, value in caller.items():
+        monkeypatch.setenv(var, value)
+    state = ClusterState(name="x", folder=str(tmp_path), kubernetes_version="v1.36.3", ports={})
+    env = ControlPlane._env(state, "kube-apiserver")
+    assert (env["GOGC"], env["GOMAXPROCS"]) == want
