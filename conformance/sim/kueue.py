@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from conformance.binaries import binaries
 from conformance.checks.gang import KUEUE_GROUP, KUEUE_VERSION
-from conformance.cluster.client import Cluster, NotFound, already_done
+from conformance.cluster.client import Cluster, NotFound, already_done, connect
+from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
+from conformance.common.errors import NotConverged
 from conformance.controlplane import kueue as kueue_process
 from conformance.controlplane.components import ClusterState, ControlPlane
 from conformance.nvidia.labels import GPU_RESOURCE
@@ -26,6 +28,7 @@ FLAVOR = "gpuconf-gpu"
 OVERCOMMITTED = "gang-quota-overcommitted"
 CONTROLLER_DOWN = "gang-controller-down"
 KUEUE = "kueue"
+QUEUE_TAKEN_TIMEOUT_S = 60.0  # Kueue takes a changed queue in well under a second when idle
 
 
 def wanted(profile: Profile) -> bool:
@@ -67,8 +70,38 @@ def remove(cluster: Cluster) -> None:
 
 
 def ensure_process(state: ClusterState, sim_state: SimState, progress: Progress) -> None:
-    """Kueue's manager running where the profile wants it and no fault stops it; stopped
-    otherwise."""
+    """Kueue's manager running where the profile wants it and no fault stops it, with the
+    ClusterQueue as ``reconcile`` wrote it taken in; stopped otherwise."""
     want = wanted(sim_state.resolve_profile()) and not sim_state.has(CONTROLLER_DOWN)
     ControlPlane(state.name).run_or_stop(state, kueue_process.COMPONENT, want,
                                          lambda: binaries.require_kueue().manager, progress)
+    if want:
+        wait_queue_taken(connect(str(state.kubeconfig)), progress)
+
+
+def queue_not_taken(cluster_queue: dict) -> str | None:
+    """What Kueue has not yet taken of the ClusterQueue (None once its Active condition has
+    observed the queue's generation: Kueue's cache holds that spec, its quota included)."""
+    generation = cluster_queue["metadata"].get("generation")
+    active = next((c for c in (cluster_queue.get("status") or {}).get("conditions") or []
+                   if c.get("type") == "Active"), None)
+    seen = active.get("observedGeneration") if active else None
+    if seen != generation:
+        return (f"Kueue has taken generation {seen} of ClusterQueue {CLUSTER_QUEUE}, which is "
+                f"at {generation}")
+    if active.get("status") != "True":
+        return (f"Kueue holds ClusterQueue {CLUSTER_QUEUE} inactive: {active.get('reason')}: "
+                f"{active.get('message')}")
+    return None
+
+
+def wait_queue_taken(cluster: Cluster, progress: Progress) -> None:
+    """Until Kueue admits by the ClusterQueue as it now is. A check run right after the quota
+    changed (`sim set`, gang-quota-overcommitted) found Kueue still holding a gang back by the
+    quota before the change: its manager takes a changed queue in its own time (CI, under
+    load)."""
+    wait_until_done(f"Kueue to take ClusterQueue {CLUSTER_QUEUE} as it now is",
+                    lambda: queue_not_taken(cluster.custom.get_cluster_custom_object(
+                        KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", CLUSTER_QUEUE)),
+                    timeout=QUEUE_TAKEN_TIMEOUT_S, interval=0.2, progress=progress,
+                    error=NotConverged)

@@ -126,3 +126,24 @@ def test_plan_sizes_the_gang_and_its_blockers(physical, quota, size, blockers):
 @pytest.mark.parametrize("physical, quota", [(1, 16), (16, 1), (0, 0)])
 def test_no_gang_under_two_free_gpus(physical, quota):
     assert gang.plan(physical, quota) is None
+
+
+@pytest.mark.parametrize("status, pending", [
+    (None, "Kueue has taken generation None of ClusterQueue gpuconf-gpus, which is at 3"),
+    ({"conditions": [{"type": "Active", "status": "True", "observedGeneration": 2}]},
+     "Kueue has taken generation 2 of ClusterQueue gpuconf-gpus, which is at 3"),
+    ({"conditions": [{"type": "Active", "status": "False", "observedGeneration": 3,
+                      "reason": "FlavorNotFound", "message": "Can't admit new workloads"}]},
+     "Kueue holds ClusterQueue gpuconf-gpus inactive: FlavorNotFound: Can't admit new workloads"),
+    ({"conditions": [{"type": "Active", "status": "True", "observedGeneration": 3}]}, None),
+])
+def test_sim_set_waits_until_kueue_took_the_queue_it_wrote(status, pending):
+    """`sim set` returns once Kueue's Active condition observed the ClusterQueue's generation
+    (a quota change not yet taken let a check see the old quota: the gang-quota-overcommitted
+    flake)."""
+    from conformance.sim.kueue import queue_not_taken
+
+    queue = {"metadata": {"name": "gpuconf-gpus", "generation": 3}}
+    if status is not None:
+        queue["status"] = status
+    assert queue_not_taken(queue) == pending
