@@ -47,7 +47,7 @@ def up(name: str = "gpuconf", *, profile: str = "healthy", faults: list[str] | N
         cluster = connect(str(state.kubeconfig))
         wait_for_default_service_account(cluster, "default")
         standin.reconcile(cluster, sim_state, chart=chart, progress=progress)
-        kueue.ensure_process(state, sim_state, progress)
+        kueue.ensure_process(cluster, state, sim_state, progress)
         karpenter.ensure_process(state, sim_state, progress)
         metrics_adapter.ensure(cluster, state, sim_state, progress)
         _start_standin(state, progress)
@@ -156,7 +156,7 @@ def set_state(name: str, *, profile: str | None = None, faults: list[str] | None
                                  nodes=None if profile else current.nodes,
                                  gpus_per_node=None if profile else current.gpus_per_node)
     standin.reconcile(cluster, new, progress=progress)
-    kueue.ensure_process(state, new, progress)
+    kueue.ensure_process(cluster, state, new, progress)
     karpenter.ensure_process(state, new, progress)
     metrics_adapter.ensure(cluster, state, new, progress)
     standin_state.wait_for_a_full_pass(cluster, progress)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from conformance.binaries import binaries
 from conformance.checks.gang import KUEUE_GROUP, KUEUE_VERSION
-from conformance.cluster.client import Cluster, NotFound, already_done, connect
+from conformance.cluster.client import Cluster, NotFound, already_done
 from conformance.cluster.waits import wait_until_done
 from conformance.common.console import Progress
 from conformance.common.errors import NotConverged
@@ -69,14 +69,15 @@ def remove(cluster: Cluster) -> None:
         cluster.core.delete_namespace(kueue_process.NAMESPACE)
 
 
-def ensure_process(state: ClusterState, sim_state: SimState, progress: Progress) -> None:
+def ensure_process(cluster: Cluster, state: ClusterState, sim_state: SimState,
+                   progress: Progress) -> None:
     """Kueue's manager running where the profile wants it and no fault stops it, with the
     ClusterQueue as ``reconcile`` wrote it taken in; stopped otherwise."""
     want = wanted(sim_state.resolve_profile()) and not sim_state.has(CONTROLLER_DOWN)
     ControlPlane(state.name).run_or_stop(state, kueue_process.COMPONENT, want,
                                          lambda: binaries.require_kueue().manager, progress)
     if want:
-        wait_queue_taken(connect(str(state.kubeconfig)), progress)
+        wait_queue_taken(cluster, progress)
 
 
 def queue_not_taken(cluster_queue: dict) -> str | None:
