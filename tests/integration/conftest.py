@@ -11,13 +11,40 @@ from conformance.binaries import binaries
 from conformance.cluster.client import connect
 from conformance.common.console import quiet
 from conformance.sim import cluster as simcluster
+from conformance.sim.faults import BY_NAME
 from tests.helpers import SIM_NAME
 
+HEALTHY = "healthy"
 
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items):
     for item in items:
-        if "integration" in str(item.fspath):
-            item.add_marker(pytest.mark.integration)
+        if "integration" not in str(item.fspath):
+            continue
+        item.add_marker(pytest.mark.integration)
+        # The tests that play one profile other than healthy run on one worker, one after the
+        # other (``--dist loadgroup``): its sim changes profile once for them all. A change of
+        # profile costs a sim seconds of CPU (Kueue, Karpenter, the metrics adapter or the
+        # DRA driver started or stopped, operand pods replaced; a change of faults far less).
+        # Counted on a CI run's test durations, xdist handing the tests out as it does: 89
+        # changes of profile in the integration tests before these groups, 20 with them.
+        profile = _profile_played(item)
+        if profile != HEALTHY:
+            item.add_marker(pytest.mark.xdist_group(f"profile-{profile}"))
+
+
+def _profile_played(item) -> str:
+    """The profile an integration test names in its parameters (a ``profile``, or a
+    ``fault`` that shows on its profile); every other test: healthy."""
+    params = item.callspec.params if hasattr(item, "callspec") else {}
+    profile = params.get("profile")
+    fault = params.get("fault")
+    if isinstance(fault, str) and fault in BY_NAME:
+        profile = BY_NAME[fault].profile
+    elif fault is not None and hasattr(fault, "profile"):
+        profile = fault.profile
+    return profile if isinstance(profile, str) else HEALTHY
 
 
 @pytest.fixture(scope="session")
