@@ -29,6 +29,9 @@ def pytest_collection_modifyitems(items):
         # DRA driver started or stopped, operand pods replaced; a change of faults far less).
         # Counted on a CI run's test durations, xdist handing the tests out as it does: 89
         # changes of profile in the integration tests before these groups, 20 with them.
+        # Measured, the fault matrix, DRA and sim profile tests (109) on 4 workers, two pairs
+        # on the quiet machine: 246 and 233 s, 403 and 393 CPU-s before; 212 and 182 s, 357
+        # and 296 CPU-s with the groups.
         profile = _profile_played(item)
         if profile != HEALTHY:
             item.add_marker(pytest.mark.xdist_group(f"profile-{profile}"))
