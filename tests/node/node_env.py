@@ -8,6 +8,7 @@ NODE_NAME = f"ntest-{os.getpid()}"
 GPU_PROFILE = "8xH100"
 GPU_COUNT = 8
 # Under xdist (`make test`, --dist loadgroup) every node test runs on one worker: one kubelet
-# per host. Each node test module marks itself with it (a marker added later, in a collection
-# hook, comes too late for xdist's own hook).
+# per host. Each node test module marks itself with it (a marker added in a collection hook
+# must come before xdist's own hook reads it: ``tryfirst``, as tests/integration/conftest.py
+# does for its profile groups).
 XDIST_GROUP = "real-node"
