@@ -8,7 +8,8 @@ looking for work to steal. Measured, three node faults and the node's bring-up
 (tests/node/test_node_fault_matrix.py -k "gfd-stopped or crashloop or cdi"): 81 CPU-s on the
 machine in 106 s, against 91 CPU-s in 116 s. A GOMAXPROCS in the environment wins.
 
-And the order xdist hands the tests out in (``--dist loadgroup`` sends them in collection order).
+It also sets the order xdist hands the tests out in: ``--dist loadgroup`` sends them in
+collection order.
 """
 
 from __future__ import annotations

@@ -54,7 +54,7 @@ def _profile_played(item) -> str:
 def sim():
     if binaries.locate().missing():
         pytest.skip("control-plane binaries not built: run `make setup`")
-    state = simcluster.up(SIM_NAME, profile="healthy", progress=quiet)
+    state = simcluster.up(SIM_NAME, profile=HEALTHY, progress=quiet)
     try:
         yield state
     finally:
@@ -77,7 +77,7 @@ def sim_state(sim):
     in one change, not two (undoing each state was ~170 changes of 1-3 s in a run, a tenth of
     the integration tests' time), and a test without it gets the healthy sim back first
     (``_healthy_sim_for_the_others``)."""
-    def set_state(profile: str = "healthy", faults: list[str] | None = None):
+    def set_state(profile: str = HEALTHY, faults: list[str] | None = None):
         _played["left"] = True
         return simcluster.set_state(SIM_NAME, profile=profile, faults=faults or [], progress=quiet)
 
@@ -91,5 +91,5 @@ def _healthy_sim_for_the_others(request):
         return
     if _played["left"]:
         request.getfixturevalue("sim")
-        simcluster.set_state(SIM_NAME, profile="healthy", faults=[], progress=quiet)
+        simcluster.set_state(SIM_NAME, profile=HEALTHY, faults=[], progress=quiet)
         _played["left"] = False
